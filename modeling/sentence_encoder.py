@@ -1,0 +1,126 @@
+"""The siamese sentence encoder: transformer + pooling (paper section 2).
+
+One `BertEncoderV2` built with `with_dense_inputs=True` serves both CMLM
+passes: it embeds s1 into the sentence vector v, and it reads the masked s2
+with the projected vectors P(v) appended to s2's token embeddings. At inference
+only the first pass is kept (section 2, "At inference time ...").
+"""
+from typing import Optional
+
+import tensorflow as tf
+import tf_keras
+
+from modeling.pooling import SentencePooling
+from modeling.projection_head import ProjectionHead
+from official.modeling import tf_utils
+from official.nlp.configs import encoders
+from official.nlp.modeling import networks
+
+SENTENCE_REPRESENTATIONS = ("pooled", "proj")
+
+
+def build_transformer(config: encoders.BertEncoderConfig,
+                      num_conditioning_vectors: int = 0,
+                      seq_length: Optional[int] = None
+                      ) -> networks.BertEncoderV2:
+  """Builds Model Garden's BERT encoder able to take appended dense vectors.
+
+  Args:
+    config: Model Garden's BERT encoder config (its field names are the
+      ecosystem's: hidden_size, num_layers, num_attention_heads, ...).
+    num_conditioning_vectors: N, the vectors appended to s2's embeddings;
+      position embeddings must cover seq_length + N.
+    seq_length: the longest token sequence that will be fed, if known.
+  """
+  if config.embedding_size not in (None, config.hidden_size):
+    raise ValueError(
+        "CMLM appends hidden-size vectors to the token embeddings, so "
+        f"encoder.embedding_size must equal hidden_size ({config.hidden_size})"
+        f" or be unset, got {config.embedding_size}.")
+  if seq_length is not None and (
+      seq_length + num_conditioning_vectors > config.max_position_embeddings):
+    raise ValueError(
+        f"seq_length {seq_length} + {num_conditioning_vectors} conditioning "
+        "vectors exceeds encoder.max_position_embeddings "
+        f"({config.max_position_embeddings}); raise it.")
+  transformer = networks.BertEncoderV2(
+      vocab_size=config.vocab_size,
+      hidden_size=config.hidden_size,
+      num_layers=config.num_layers,
+      num_attention_heads=config.num_attention_heads,
+      intermediate_size=config.intermediate_size,
+      activation=tf_utils.get_activation(config.hidden_activation),
+      dropout_rate=config.dropout_rate,
+      attention_dropout_rate=config.attention_dropout_rate,
+      max_sequence_length=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size,
+      initializer=tf_keras.initializers.TruncatedNormal(
+          stddev=config.initializer_range),
+      norm_first=config.norm_first,
+      with_dense_inputs=True,
+      name="transformer")
+  # Build the variables now (the MLM head ties to the embedding table).
+  transformer(transformer.inputs)
+  # Sentence vectors come from `SentencePooling`; BERT's [CLS] pooler dense
+  # layer is never on the path, so it is frozen rather than left without
+  # gradients.
+  transformer.pooler_layer.trainable = False
+  return transformer
+
+
+class SentenceEncoder(tf_keras.Model):
+  """Text ids in, sentence embedding out; TF-Hub's encoder interface.
+
+  Inputs: a dict of int32 `[batch, seq_length]` tensors `input_word_ids`,
+  `input_mask`, `input_type_ids`. Outputs: `default` and `pooled_output` (the
+  sentence embedding), `sequence_output`, `encoder_outputs`.
+
+  Args:
+    transformer: a `BertEncoderV2` (see `build_transformer`).
+    pooling: "mean", "cls" or "max" (table 9).
+    sentence_representation: "pooled" uses v itself; "proj" uses the mean of
+      the N projected vectors, v_s = 1/N sum_i v_p^(i) (table 7, "proj").
+    projection_head: the CMLM projection, required for "proj".
+  """
+
+  def __init__(self, transformer: networks.BertEncoderV2,
+               pooling: str = "mean",
+               sentence_representation: str = "pooled",
+               projection_head: Optional[ProjectionHead] = None,
+               **kwargs):
+    super().__init__(**kwargs)
+    if sentence_representation not in SENTENCE_REPRESENTATIONS:
+      raise ValueError(
+          "sentence_representation must be one of "
+          f"{', '.join(SENTENCE_REPRESENTATIONS)}, got "
+          f"{sentence_representation!r}.")
+    if sentence_representation == "proj" and projection_head is None:
+      raise ValueError('sentence_representation="proj" needs the projection '
+                       "head of the CMLM model.")
+    self.transformer = transformer
+    self.pooling = SentencePooling(pooling, name="pooling")
+    self.sentence_representation = sentence_representation
+    self.projection_head = projection_head
+
+  @property
+  def hidden_size(self) -> int:
+    return self.transformer.get_config()["hidden_size"]
+
+  def sentence_vector(self, inputs, training=None):
+    """Returns (v `[batch, hidden]`, the transformer's outputs) for `inputs`."""
+    outputs = self.transformer(
+        dict(input_word_ids=inputs["input_word_ids"],
+             input_mask=inputs["input_mask"],
+             input_type_ids=inputs["input_type_ids"]),
+        training=training)
+    vector = self.pooling(outputs["sequence_output"], inputs["input_mask"])
+    return vector, outputs
+
+  def call(self, inputs, training=None):
+    vector, outputs = self.sentence_vector(inputs, training=training)
+    if self.sentence_representation == "proj":
+      # [batch, num_projections, hidden] -> [batch, hidden]
+      vector = tf.reduce_mean(self.projection_head(vector), axis=1)
+    return dict(default=vector, pooled_output=vector,
+                sequence_output=outputs["sequence_output"],
+                encoder_outputs=outputs["encoder_outputs"])
