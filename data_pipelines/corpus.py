@@ -1,0 +1,201 @@
+"""Reads a text corpus into documents and consecutive sentence pairs.
+
+CMLM (Yang et al., 2021, section 2) learns from ordered pairs (s1, s2) of
+adjacent sentences. This module turns plain text into those pairs:
+
+  path spec -> files -> documents (blank-line separated) -> sentences -> pairs
+
+A path spec is a file, a directory (every `*.txt` under it, recursively, in
+sorted order), a glob, or a comma-separated list of those. Within a file,
+blank lines separate documents and the end of a file ends a document; the
+lines of a document are joined with spaces (hard-wrapped prose) and then cut
+into sentences by `sentence_splitter.split_sentences`. Pairs never cross a
+document boundary. Documents with fewer than two sentences give no pair; they
+are skipped and counted in `CorpusStats`.
+
+A document goes to the 'heldout' split when the CRC32 of its text modulo 100
+is below `heldout_percent`, else to 'train'; 'all' keeps every document. The
+split is deterministic and does not depend on file order.
+"""
+import dataclasses
+import glob
+import os
+import zlib
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from data_pipelines import sentence_splitter
+
+SPLITS = ('all', 'train', 'heldout')
+# Metadata files that a directory of corpus files may carry beside the text.
+METADATA_FILE_NAMES = frozenset(['SOURCE.txt', 'LICENSE.txt', 'README.txt'])
+
+
+class CorpusError(ValueError):
+  """A corpus path, file or its content is not usable."""
+
+
+@dataclasses.dataclass
+class CorpusStats:
+  """What reading a corpus produced, for logs and reports."""
+  files: int = 0
+  documents: int = 0
+  skipped_single_sentence_documents: int = 0
+  sentences: int = 0
+  pairs: int = 0
+
+  def __str__(self):
+    return (f'{self.files} files, {self.documents} documents with 2+ '
+            f'sentences ({self.skipped_single_sentence_documents} '
+            f'single-sentence documents skipped), {self.sentences} sentences, '
+            f'{self.pairs} sentence pairs')
+
+
+def _has_glob_characters(part: str) -> bool:
+  return any(char in part for char in '*?[')
+
+
+def _text_files_under(directory: str) -> List[str]:
+  found = []
+  for root, _, names in os.walk(directory):
+    found.extend(os.path.join(root, name) for name in names
+                 if name.endswith('.txt') and name not in METADATA_FILE_NAMES)
+  return sorted(found)
+
+
+def expand_path_spec(path_spec: str) -> List[str]:
+  """Expands a path spec into a list of files, in a deterministic order."""
+  parts = [part.strip() for part in str(path_spec).split(',') if part.strip()]
+  if not parts:
+    raise CorpusError('The corpus path is empty; give a file, a directory, '
+                      'a glob or a comma-separated list of those.')
+  files = []
+  for part in parts:
+    if _has_glob_characters(part):
+      matches = sorted(glob.glob(part, recursive=True))
+      if not matches:
+        raise CorpusError(f'The corpus glob {part!r} matches no files.')
+    elif os.path.exists(part):
+      matches = [part]
+    else:
+      raise CorpusError(f'The corpus path {part!r} does not exist.')
+    for match in matches:
+      if os.path.isdir(match):
+        text_files = _text_files_under(match)
+        if not text_files:
+          raise CorpusError(
+              f'The corpus directory {match!r} contains no *.txt files.')
+        files.extend(text_files)
+      else:
+        files.append(match)
+  return list(dict.fromkeys(files))  # Drops repeats, keeps the order.
+
+
+def _file_documents(path: str) -> Iterator[str]:
+  """Yields the blank-line separated documents of one UTF-8 text file."""
+  lines = []
+  with open(path, 'rb') as f:
+    for line_number, raw_line in enumerate(f, start=1):
+      try:
+        line = raw_line.decode('utf-8-sig' if line_number == 1 else 'utf-8')
+      except UnicodeDecodeError as e:
+        raise CorpusError(
+            f'The corpus file {path!r} is not UTF-8 text (byte '
+            f'{raw_line[e.start:e.start + 1]!r} on line {line_number}); '
+            'convert it to UTF-8.') from None
+      if line.strip():
+        lines.append(line)
+      elif lines:
+        yield sentence_splitter.normalize_whitespace(' '.join(lines))
+        lines = []
+  if lines:
+    yield sentence_splitter.normalize_whitespace(' '.join(lines))
+
+
+def read_documents(path_spec: str,
+                   stats: Optional[CorpusStats] = None) -> Iterator[str]:
+  """Yields the text of every document of the corpus named by `path_spec`.
+
+  Raises:
+    CorpusError: a path does not exist, a file is not UTF-8 text, or the
+      corpus holds no text at all.
+  """
+  stats = stats if stats is not None else CorpusStats()
+  found_text = False
+  for path in expand_path_spec(path_spec):
+    stats.files += 1
+    for document in _file_documents(path):
+      found_text = True
+      yield document
+  if not found_text:
+    raise CorpusError(f'The corpus {path_spec!r} contains no text.')
+
+
+def tfds_documents(name: str, split: str, text_feature: str,
+                   data_dir: Optional[str] = None) -> Iterator[str]:
+  """Yields one document per example of a TFDS dataset's text feature."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  dataset = tfds.load(name, split=split, data_dir=data_dir or None,
+                      shuffle_files=False)
+  if text_feature not in dataset.element_spec:
+    raise CorpusError(
+        f'The TFDS dataset {name!r} has no feature {text_feature!r}; its '
+        f'features are {sorted(dataset.element_spec)}.')
+  for example in tfds.as_numpy(dataset):
+    yield sentence_splitter.normalize_whitespace(
+        example[text_feature].decode('utf-8'))
+
+
+def document_split(document: str, heldout_percent: int) -> str:
+  """Returns 'heldout' or 'train' for a document, from the CRC32 of its text."""
+  bucket = zlib.crc32(document.encode('utf-8')) % 100
+  return 'heldout' if bucket < heldout_percent else 'train'
+
+
+def check_split(split: str, heldout_percent: int) -> None:
+  """Raises CorpusError for a split name or held-out percentage out of range."""
+  if split not in SPLITS:
+    raise CorpusError(f'The split {split!r} is not one of {SPLITS}.')
+  if not 0 <= heldout_percent <= 100:
+    raise CorpusError(f'heldout_percent={heldout_percent} is not a '
+                      'percentage between 0 and 100.')
+
+
+def sentence_documents(documents: Iterable[str],
+                       split: str = 'all',
+                       heldout_percent: int = 0,
+                       stats: Optional[CorpusStats] = None
+                       ) -> Iterator[List[str]]:
+  """Splits documents of `split` into sentences; skips and counts short ones."""
+  check_split(split, heldout_percent)
+  stats = stats if stats is not None else CorpusStats()
+  for document in documents:
+    if split != 'all' and document_split(document, heldout_percent) != split:
+      continue
+    sentences = sentence_splitter.split_sentences(document)
+    if len(sentences) < 2:
+      stats.skipped_single_sentence_documents += 1
+      continue
+    stats.documents += 1
+    stats.sentences += len(sentences)
+    yield sentences
+
+
+def sentence_pairs(documents: Iterable[Sequence[str]],
+                   stats: Optional[CorpusStats] = None
+                   ) -> Iterator[Tuple[str, str]]:
+  """Yields consecutive (s1, s2) pairs within each document of sentences."""
+  for sentences in documents:
+    for s1, s2 in zip(sentences[:-1], sentences[1:]):
+      if stats is not None:
+        stats.pairs += 1
+      yield s1, s2
+
+
+def load_sentence_pairs(path_spec: str, split: str = 'all',
+                        heldout_percent: int = 0
+                        ) -> Tuple[List[Tuple[str, str]], CorpusStats]:
+  """Reads every sentence pair of a text corpus into memory, with stats."""
+  stats = CorpusStats()
+  documents = sentence_documents(read_documents(path_spec, stats), split,
+                                 heldout_percent, stats)
+  return list(sentence_pairs(documents, stats)), stats
