@@ -1,0 +1,91 @@
+"""In-graph WordPiece tokenization and packing into BERT encoder inputs.
+
+Both sentences of a CMLM pair (Yang et al., 2021, section 2) are tokenized
+with WordPiece (section 3) and packed as `[CLS] tokens [SEP]` into the
+TF-Hub encoder inputs `input_word_ids`, `input_mask` and `input_type_ids`.
+
+`WordPieceTokenizer` is a `tf.Module` so that the same object serves the
+`tf.data` pipeline and, later, a SavedModel preprocessor: its vocabulary
+table is created once, in `__init__`, and is tracked as a SavedModel asset.
+Truncation is plain ragged slicing, not TF Text's `RoundRobinTrimmer`, whose
+op is missing from TF Serving.
+"""
+from typing import Dict
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from data_pipelines import vocabulary
+
+
+class WordPieceTokenizer(tf.Module):
+  """Tokenizes sentences with WordPiece and packs them to `seq_length`.
+
+  Attributes:
+    vocab_size: number of tokens in the vocabulary.
+    seq_length: length of every packed sequence, [CLS] and [SEP] included.
+    pad_id, unk_id, cls_id, sep_id, mask_id: ids of the special tokens.
+  """
+
+  def __init__(self, vocab_file: str, seq_length: int, lower_case: bool = True,
+               name: str = 'wordpiece_tokenizer'):
+    super().__init__(name=name)
+    if seq_length < 3:
+      raise ValueError(f'seq_length={seq_length} leaves no room for a token '
+                       'between [CLS] and [SEP]; use 3 or more.')
+    vocab = vocabulary.load_vocab(vocab_file)
+    ids = vocabulary.special_token_ids(vocab)
+    self.vocab_size = len(vocab)
+    self.seq_length = seq_length
+    self.lower_case = lower_case
+    self.pad_id = ids[vocabulary.PAD]
+    self.unk_id = ids[vocabulary.UNK]
+    self.cls_id = ids[vocabulary.CLS]
+    self.sep_id = ids[vocabulary.SEP]
+    self.mask_id = ids[vocabulary.MASK]
+    # As Model Garden's BertTokenizer layer does: a hash table that answers
+    # -1 for a missing key, so WordPiece can tell unknown pieces apart.
+    initializer = tf.lookup.TextFileInitializer(
+        vocab_file,
+        key_dtype=tf.string, key_index=tf.lookup.TextFileIndex.WHOLE_LINE,
+        value_dtype=tf.int64, value_index=tf.lookup.TextFileIndex.LINE_NUMBER)
+    self._vocab_table = tf.lookup.StaticHashTable(initializer, default_value=-1)
+    self._bert_tokenizer = tf_text.BertTokenizer(
+        self._vocab_table, token_out_type=tf.int64,
+        unknown_token=vocabulary.UNK, lower_case=lower_case)
+
+  @property
+  def special_token_ids(self):
+    """Ids that masking must never choose or produce at random."""
+    return [self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id]
+
+  def tokenize(self, sentences: tf.Tensor) -> tf.RaggedTensor:
+    """Maps string sentences [batch] to ragged wordpiece ids [batch, (tokens)]."""
+    # [batch, (words), (wordpieces)] -> [batch, (tokens)]
+    token_ids = self._bert_tokenizer.tokenize(sentences).merge_dims(-2, -1)
+    return tf.cast(token_ids, tf.int32)
+
+  def pack(self, token_ids: tf.RaggedTensor) -> Dict[str, tf.Tensor]:
+    """Truncates, adds [CLS] and [SEP], and pads to `seq_length` with [PAD]."""
+    token_ids = token_ids[:, :self.seq_length - 2]
+    batch_size = token_ids.nrows(out_type=tf.int32)
+    cls_column = tf.fill([batch_size, 1], self.cls_id)
+    sep_column = tf.fill([batch_size, 1], self.sep_id)
+    packed = tf.concat([cls_column, token_ids, sep_column], axis=1)
+    input_word_ids, input_mask = tf_text.pad_model_inputs(
+        packed, max_seq_length=self.seq_length, pad_value=self.pad_id)
+    return {
+        'input_word_ids': input_word_ids,  # [batch, seq_length]
+        'input_mask': input_mask,
+        'input_type_ids': tf.zeros_like(input_word_ids),
+    }
+
+  def tokenize_and_pack(self, sentences: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """Maps string sentences [batch] to int32 encoder inputs [batch, seq_length].
+
+    Returns:
+      A dict with `input_word_ids` (`[CLS] wordpieces [SEP] [PAD]...`),
+      `input_mask` (1 on real tokens, 0 on padding) and `input_type_ids`
+      (all 0, one segment).
+    """
+    return self.pack(self.tokenize(sentences))

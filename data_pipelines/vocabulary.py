@@ -1,0 +1,137 @@
+"""WordPiece vocabularies: load, check, learn from a corpus, write.
+
+CMLM (Yang et al., 2021, section 3) tokenizes with WordPiece; the English
+model reuses BERT's uncased vocabulary and the multilingual model learns a
+new one "using the WordPiece vocabulary generation library from Tensorflow
+Text" (section 4.4). `build_wordpiece_vocab` is that library call;
+`build_vocab_from_corpus` runs it over a text corpus read by
+`data_pipelines.corpus`.
+
+A vocabulary file has one token per line; the line number is the token id.
+It must hold the special tokens below, with [PAD] as id 0 because the
+pipeline pads with zeros.
+"""
+import os
+import tempfile
+from typing import Iterable, List, Sequence, Union
+
+import tensorflow as tf
+
+from data_pipelines import corpus
+
+PAD, UNK, CLS, SEP, MASK = '[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+
+
+class VocabularyError(ValueError):
+  """A vocabulary file is missing or lacks what the pipeline needs."""
+
+
+def check_vocab(vocab: Sequence[str], source: str = 'the vocabulary') -> None:
+  """Raises VocabularyError unless `vocab` has the special tokens, [PAD] = 0."""
+  missing = [token for token in SPECIAL_TOKENS if token not in vocab]
+  if missing:
+    raise VocabularyError(
+        f'{source} lacks the special token(s) {", ".join(missing)}; a CMLM '
+        f'vocabulary needs all of {", ".join(SPECIAL_TOKENS)}.')
+  if vocab[0] != PAD:
+    raise VocabularyError(
+        f'{source} has {vocab[0]!r} as id 0, but [PAD] must be id 0 '
+        'because sequences are padded with zeros.')
+
+
+def load_vocab(path: str) -> List[str]:
+  """Reads and checks a vocabulary file; returns its tokens in id order."""
+  if not path:
+    raise VocabularyError('No vocabulary file was given.')
+  if not tf.io.gfile.exists(path):
+    raise VocabularyError(f'The vocabulary file {path!r} does not exist.')
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    data = f.read()
+  try:
+    text = data.decode('utf-8')
+  except UnicodeDecodeError:
+    raise VocabularyError(
+        f'The vocabulary file {path!r} is not UTF-8 text.') from None
+  vocab = [line.strip() for line in text.splitlines()]
+  check_vocab(vocab, f'The vocabulary file {path!r}')
+  return vocab
+
+
+def special_token_ids(vocab: Sequence[str]) -> dict:
+  """Maps each special token to its id, e.g. {'[PAD]': 0, '[CLS]': 2, ...}."""
+  return {token: vocab.index(token) for token in SPECIAL_TOKENS}
+
+
+def write_vocab(vocab: Sequence[str], path: str) -> None:
+  """Writes one token per line, atomically (a temporary file, then rename)."""
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  descriptor, temporary_path = tempfile.mkstemp(
+      dir=directory, prefix='.' + os.path.basename(path) + '.')
+  try:
+    with os.fdopen(descriptor, 'w', encoding='utf-8') as f:
+      f.writelines(token + '\n' for token in vocab)
+    os.replace(temporary_path, path)
+  except BaseException:
+    os.unlink(temporary_path)
+    raise
+
+
+def build_wordpiece_vocab(
+    sentences_or_dataset: Union[Iterable[str], tf.data.Dataset],
+    vocab_size: int,
+    lower_case: bool = True,
+    reserved_tokens: Sequence[str] = SPECIAL_TOKENS) -> List[str]:
+  """Learns a WordPiece vocabulary with TF Text's BERT vocabulary tool.
+
+  Args:
+    sentences_or_dataset: strings, or a `tf.data.Dataset` of string scalars
+      or string vectors.
+    vocab_size: the target size; the result can be somewhat smaller.
+    lower_case: lower-case and strip accents first (an uncased vocabulary).
+    reserved_tokens: tokens placed first, in order; [PAD] must come first.
+
+  Returns:
+    The tokens in id order, reserved tokens first.
+  """
+  # Imported here: the tool pulls in learner code only vocabulary builds need.
+  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset  # pylint: disable=g-import-not-at-top
+  if isinstance(sentences_or_dataset, tf.data.Dataset):
+    dataset = sentences_or_dataset
+  else:
+    sentences = list(sentences_or_dataset)
+    if not sentences:
+      raise VocabularyError('No text was given to learn a vocabulary from.')
+    dataset = tf.data.Dataset.from_tensor_slices(
+        tf.constant(sentences, tf.string)).batch(1024)
+  vocab = bert_vocab_from_dataset.bert_vocab_from_dataset(
+      dataset.prefetch(tf.data.AUTOTUNE),
+      vocab_size=vocab_size,
+      reserved_tokens=list(reserved_tokens),
+      bert_tokenizer_params={'lower_case': lower_case},
+      # A small corpus has few words seen 10+ times (the tool's default
+      # lower threshold); let the search go down to words seen once.
+      learn_params={'lower_thresh': 1})
+  check_vocab(vocab, 'The learned vocabulary')
+  return vocab
+
+
+def build_vocab_from_corpus(path_spec: str, output_path: str, vocab_size: int,
+                            lower_case: bool = True) -> List[str]:
+  """Learns a WordPiece vocabulary from the documents of a text corpus.
+
+  Prints progress; writes the vocabulary atomically to `output_path`.
+  """
+  print(f'Reading the corpus {path_spec} ...', flush=True)
+  stats = corpus.CorpusStats()
+  # Every document counts here, single-sentence ones included.
+  documents = list(corpus.read_documents(path_spec, stats))
+  print(f'Read {len(documents)} documents from {stats.files} files.',
+        flush=True)
+  print(f'Learning a WordPiece vocabulary of up to {vocab_size} tokens '
+        f'({"uncased" if lower_case else "cased"}) ...', flush=True)
+  vocab = build_wordpiece_vocab(documents, vocab_size, lower_case)
+  write_vocab(vocab, output_path)
+  print(f'Wrote {len(vocab)} tokens to {output_path}.', flush=True)
+  return vocab
