@@ -111,23 +111,30 @@ def _file_documents(path: str) -> Iterator[str]:
     yield sentence_splitter.normalize_whitespace(' '.join(lines))
 
 
-def read_documents(path_spec: str,
+def read_documents(path_spec: str, split: str = 'all',
+                   heldout_percent: int = 0,
                    stats: Optional[CorpusStats] = None) -> Iterator[str]:
-  """Yields the text of every document of the corpus named by `path_spec`.
+  """Yields the text of every document of `split` in the corpus `path_spec`.
 
   Raises:
-    CorpusError: a path does not exist, a file is not UTF-8 text, or the
-      corpus holds no text at all.
+    CorpusError: a path does not exist, a file is not UTF-8 text, the corpus
+      holds no text at all, or the split is not valid.
   """
+  check_split(split, heldout_percent)
   stats = stats if stats is not None else CorpusStats()
-  found_text = False
-  for path in expand_path_spec(path_spec):
-    stats.files += 1
-    for document in _file_documents(path):
-      found_text = True
-      yield document
-  if not found_text:
-    raise CorpusError(f'The corpus {path_spec!r} contains no text.')
+  paths = expand_path_spec(path_spec)  # Fails here, not at the first read.
+
+  def all_documents():
+    found_text = False
+    for path in paths:
+      stats.files += 1
+      for document in _file_documents(path):
+        found_text = True
+        yield document
+    if not found_text:
+      raise CorpusError(f'The corpus {path_spec!r} contains no text.')
+
+  return select_split(all_documents(), split, heldout_percent)
 
 
 def tfds_documents(name: str, split: str, text_feature: str,
@@ -160,17 +167,21 @@ def check_split(split: str, heldout_percent: int) -> None:
                       'percentage between 0 and 100.')
 
 
+def select_split(documents: Iterable[str], split: str,
+                 heldout_percent: int) -> Iterator[str]:
+  """Keeps the documents of `split` ('all', 'train' or 'heldout')."""
+  check_split(split, heldout_percent)
+  for document in documents:
+    if split == 'all' or document_split(document, heldout_percent) == split:
+      yield document
+
+
 def sentence_documents(documents: Iterable[str],
-                       split: str = 'all',
-                       heldout_percent: int = 0,
                        stats: Optional[CorpusStats] = None
                        ) -> Iterator[List[str]]:
-  """Splits documents of `split` into sentences; skips and counts short ones."""
-  check_split(split, heldout_percent)
+  """Splits documents into sentences; skips and counts single-sentence ones."""
   stats = stats if stats is not None else CorpusStats()
   for document in documents:
-    if split != 'all' and document_split(document, heldout_percent) != split:
-      continue
     sentences = sentence_splitter.split_sentences(document)
     if len(sentences) < 2:
       stats.skipped_single_sentence_documents += 1
@@ -196,6 +207,6 @@ def load_sentence_pairs(path_spec: str, split: str = 'all',
                         ) -> Tuple[List[Tuple[str, str]], CorpusStats]:
   """Reads every sentence pair of a text corpus into memory, with stats."""
   stats = CorpusStats()
-  documents = sentence_documents(read_documents(path_spec, stats), split,
-                                 heldout_percent, stats)
+  documents = sentence_documents(
+      read_documents(path_spec, split, heldout_percent, stats), stats)
   return list(sentence_pairs(documents, stats)), stats

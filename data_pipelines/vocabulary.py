@@ -126,7 +126,7 @@ def build_vocab_from_corpus(path_spec: str, output_path: str, vocab_size: int,
   print(f'Reading the corpus {path_spec} ...', flush=True)
   stats = corpus.CorpusStats()
   # Every document counts here, single-sentence ones included.
-  documents = list(corpus.read_documents(path_spec, stats))
+  documents = list(corpus.read_documents(path_spec, stats=stats))
   print(f'Read {len(documents)} documents from {stats.files} files.',
         flush=True)
   print(f'Learning a WordPiece vocabulary of up to {vocab_size} tokens '

@@ -1,0 +1,266 @@
+"""The CMLM input pipeline: sentence pairs -> packed, masked encoder inputs.
+
+Implements the data side of Conditional MLM (Yang et al., 2021):
+  * consecutive sentences (s1, s2) of a document (section 2);
+  * their order swapped 50% of the time "to enable the model to learn
+    bidirectional information" (section 3, `swap_order_probability`);
+  * both sentences WordPiece-tokenized and packed to `seq_length` (section 3);
+  * s2 masked as in BERT, 80 of 256 tokens (31.3%) in the English recipe
+    (section 3, `masking_rate`, `max_predictions_per_seq`).
+
+Each batch is a dict of
+  s1_input_word_ids, s1_input_mask, s1_input_type_ids,
+  s2_input_word_ids, s2_input_mask, s2_input_type_ids    int32 [batch, seq_length]
+  masked_lm_positions, masked_lm_ids                     int32 [batch, P]
+  masked_lm_weights                                      float32 [batch, P]
+where the s2 word ids are the masked ones and P = `max_predictions_per_seq`.
+
+Sources: text files (read and split into pairs once, in Python, then held in
+memory), a TFDS dataset (one document per example, likewise), or TFRecord
+files of raw pairs written by `pair_tfrecords.write_pair_tfrecords` (streamed;
+for corpora too large for memory). Everything after reading runs in-graph on
+whole batches.
+"""
+import dataclasses
+from typing import Optional
+
+from absl import logging
+import tensorflow as tf
+
+from data_pipelines import corpus
+from data_pipelines import masking
+from data_pipelines import pair_tfrecords
+from data_pipelines import tokenization
+from data_pipelines import vocabulary
+from official.core import config_definitions as cfg
+from official.nlp.data import data_loader
+
+FEATURE_KEYS = (
+    's1_input_word_ids', 's1_input_mask', 's1_input_type_ids',
+    's2_input_word_ids', 's2_input_mask', 's2_input_type_ids',
+    'masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights')
+
+
+@dataclasses.dataclass
+class CmlmDataConfig(cfg.DataConfig):
+  """Data for CMLM training and evaluation.
+
+  `input_path` is a text corpus path spec (file, directory of *.txt, glob, or
+  comma-separated list) or TFRecord files of pairs (*.tfrecord,
+  *.tfrecord-*); alternatively `tfds_name`/`tfds_split`/`tfds_data_dir` name a
+  TFDS dataset whose `text_feature` holds one document per example. `split`
+  selects documents by a hash of their text: 'train' and 'heldout' partition
+  them with `heldout_percent` percent held out; 'all' keeps every document.
+  Text and TFDS sources are shuffled in full; TFRecords use
+  `shuffle_buffer_size`.
+  """
+  input_path: str = ''
+  text_feature: str = 'text'
+  vocab_file: str = ''
+  lower_case: bool = True
+  seq_length: int = 64
+  max_predictions_per_seq: int = 20
+  masking_rate: float = 80 / 256
+  swap_order_probability: float = 0.5
+  heldout_percent: int = 0
+  split: str = 'all'
+
+
+def validate_config(params: CmlmDataConfig) -> None:
+  """Raises ValueError, one sentence per problem, before any data is read."""
+  def fail(message):
+    raise ValueError(f'CmlmDataConfig: {message}')
+  if bool(params.input_path) == bool(params.tfds_name):
+    fail('set exactly one of input_path (text or TFRecord files) and '
+         f'tfds_name; got input_path={params.input_path!r}, '
+         f'tfds_name={params.tfds_name!r}.')
+  if params.tfds_name and not params.text_feature:
+    fail('text_feature must name the TFDS feature that holds the text.')
+  if not params.vocab_file:
+    fail('vocab_file is empty; set it to a WordPiece vocabulary file.')
+  vocabulary.load_vocab(params.vocab_file)  # Checks the file and its tokens.
+  try:
+    corpus.check_split(params.split, params.heldout_percent)
+  except corpus.CorpusError as e:
+    fail(str(e))
+  if params.split == 'heldout' and params.heldout_percent == 0:
+    fail("split='heldout' with heldout_percent=0 selects no documents.")
+  if params.seq_length < 3:
+    fail(f'seq_length={params.seq_length} leaves no room for a token between '
+         '[CLS] and [SEP]; use 3 or more.')
+  if not 1 <= params.max_predictions_per_seq <= params.seq_length - 2:
+    fail(f'max_predictions_per_seq={params.max_predictions_per_seq} masked '
+         f'tokens do not fit in seq_length={params.seq_length}: it must be '
+         f'between 1 and seq_length - 2 = {params.seq_length - 2} ([CLS] and '
+         '[SEP] are never masked).')
+  if not 0 < params.masking_rate <= 1:
+    fail(f'masking_rate={params.masking_rate} must be in (0, 1].')
+  if not 0 <= params.swap_order_probability <= 1:
+    fail(f'swap_order_probability={params.swap_order_probability} is not a '
+         'probability in [0, 1].')
+  if params.global_batch_size < 1:
+    fail(f'global_batch_size={params.global_batch_size} must be 1 or more.')
+
+
+class CmlmDataLoader(data_loader.DataLoader):
+  """Builds the CMLM `tf.data` pipeline; keeps the corpus statistics.
+
+  Attributes:
+    corpus_stats: `corpus.CorpusStats` of the pairs read by the last `load`
+      (this input pipeline's shard), or None for TFRecord sources, whose
+      statistics `write_pair_tfrecords` reported when writing them.
+  """
+
+  def __init__(self, params: CmlmDataConfig):
+    validate_config(params)
+    self._params = params
+    self.corpus_stats: Optional[corpus.CorpusStats] = None
+
+  def _in_memory_pairs(self, input_context):
+    """Reads text or TFDS pairs of this pipeline's shard into a dataset."""
+    params = self._params
+    stats = corpus.CorpusStats()
+    if params.tfds_name:
+      source = f'TFDS {params.tfds_name}[{params.tfds_split}]'
+      documents = corpus.select_split(
+          corpus.tfds_documents(params.tfds_name, params.tfds_split,
+                                params.text_feature, params.tfds_data_dir),
+          params.split, params.heldout_percent)
+    else:
+      source = params.input_path
+      documents = corpus.read_documents(params.input_path, params.split,
+                                        params.heldout_percent, stats)
+    pairs = list(corpus.sentence_pairs(
+        corpus.sentence_documents(documents, stats), stats))
+    if not pairs:
+      raise corpus.CorpusError(f'The corpus {source!r} has no sentence pairs '
+                               f'in split {params.split!r} ({stats}).')
+    if input_context and params.sharding:
+      # By pair index: every pipeline reads the (small) corpus and keeps an
+      # equal share, whatever the sizes of the files.
+      pairs = pairs[input_context.input_pipeline_id::
+                    input_context.num_input_pipelines]
+    logging.info('CMLM pairs from %s, split %r: %s; this pipeline keeps %d.',
+                 source, params.split, stats, len(pairs))
+    self.corpus_stats = stats
+    s1, s2 = zip(*pairs) if pairs else ((), ())
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(s1, tf.string), tf.constant(s2, tf.string)))
+    if params.is_training:
+      dataset = dataset.shuffle(max(len(pairs), params.shuffle_buffer_size),
+                                seed=params.seed)
+    return dataset
+
+  def _tfrecord_pairs(self, files, input_context):
+    """Streams TFRecord pairs, sharded by file when there are enough files."""
+    params = self._params
+    if params.split != 'all':
+      raise ValueError(
+          f'CmlmDataConfig: split={params.split!r} needs a text or TFDS '
+          'source; TFRecord pairs are split when written '
+          '(write_pair_tfrecords(split=...)).')
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    num_pipelines = input_context.num_input_pipelines if input_context else 1
+    shard_by_file = params.sharding and len(files) >= num_pipelines
+    if input_context and shard_by_file:
+      dataset = dataset.shard(num_pipelines, input_context.input_pipeline_id)
+    if params.is_training:
+      dataset = dataset.shuffle(len(files), seed=params.seed)
+    dataset = dataset.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=params.cycle_length or tf.data.AUTOTUNE,
+        block_length=params.block_length,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=params.deterministic)
+    if input_context and params.sharding and not shard_by_file:
+      dataset = dataset.shard(num_pipelines, input_context.input_pipeline_id)
+    if params.is_training:
+      dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+    logging.info('CMLM pairs from %d TFRecord files (%s).', len(files),
+                 'sharded by file' if shard_by_file else 'sharded by record')
+    return dataset.map(pair_tfrecords.parse_pair_example,
+                       num_parallel_calls=tf.data.AUTOTUNE)
+
+  def load(self, input_context: Optional[tf.distribute.InputContext] = None
+           ) -> tf.data.Dataset:
+    """Returns batches of CMLM features for one input pipeline."""
+    params = self._params
+    files = (corpus.expand_path_spec(params.input_path)
+             if params.input_path else [])
+    num_tfrecord_files = sum(map(pair_tfrecords.is_pair_tfrecord_file, files))
+    if num_tfrecord_files and num_tfrecord_files != len(files):
+      raise ValueError(f'CmlmDataConfig: input_path={params.input_path!r} '
+                       'mixes TFRecord and text files; use one kind.')
+    if num_tfrecord_files:
+      dataset = self._tfrecord_pairs(files, input_context)
+    else:
+      dataset = self._in_memory_pairs(input_context)
+    if params.is_training:
+      dataset = dataset.repeat()
+    batch_size = (input_context.get_per_replica_batch_size(
+        params.global_batch_size) if input_context else params.global_batch_size)
+    drop_remainder = params.is_training or params.drop_remainder
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    features = _CmlmFeatures(params, batch_size if drop_remainder else None,
+                             pipeline_id)
+    dataset = dataset.enumerate().map(
+        features, num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=params.deterministic)
+    return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
+
+
+def build_cmlm_dataset(params: CmlmDataConfig,
+                       input_context: Optional[tf.distribute.InputContext]
+                       = None) -> tf.data.Dataset:
+  """Builds the CMLM dataset; see `CmlmDataLoader` for the statistics."""
+  return CmlmDataLoader(params).load(input_context)
+
+
+class _CmlmFeatures:
+  """Maps a batch of (s1, s2) strings to the CMLM features, in-graph."""
+
+  def __init__(self, params: CmlmDataConfig, batch_size: Optional[int],
+               pipeline_id: int):
+    self._params = params
+    self._batch_size = batch_size
+    self._pipeline_id = pipeline_id
+    self.tokenizer = tokenization.WordPieceTokenizer(
+        params.vocab_file, params.seq_length, params.lower_case)
+
+  def _seeds(self, batch_index):
+    """Two stateless seeds per batch when `params.seed` is set, else None."""
+    if self._params.seed is None:
+      return None, None
+    seed = tf.stack([tf.constant(self._params.seed, tf.int64),
+                     batch_index * 1024 + self._pipeline_id])
+    return tf.unstack(tf.random.experimental.stateless_split(seed, num=2))
+
+  def __call__(self, batch_index, pair):
+    params, tokenizer = self._params, self.tokenizer
+    s1, s2 = pair  # [batch] strings each
+    swap_seed, mask_seed = self._seeds(batch_index)
+    batch_size = tf.shape(s1)[0]
+    draw = (tf.random.uniform([batch_size]) if swap_seed is None else
+            tf.random.stateless_uniform([batch_size], swap_seed))
+    swap = draw < params.swap_order_probability  # [batch]
+    first, second = tf.where(swap, s2, s1), tf.where(swap, s1, s2)
+    # One tokenizer call for both sentences: [2 * batch, seq_length].
+    packed = tokenizer.tokenize_and_pack(tf.concat([first, second], axis=0))
+    features = {}
+    for name, value in packed.items():
+      features['s1_' + name] = value[:batch_size]
+      features['s2_' + name] = value[batch_size:]
+    (features['s2_input_word_ids'], features['masked_lm_positions'],
+     features['masked_lm_ids'], features['masked_lm_weights']) = (
+         masking.mask_tokens(
+             features['s2_input_word_ids'], features['s2_input_mask'],
+             max_predictions_per_seq=params.max_predictions_per_seq,
+             masking_rate=params.masking_rate,
+             mask_token_id=tokenizer.mask_id,
+             vocab_size=tokenizer.vocab_size,
+             special_token_ids=tokenizer.special_token_ids,
+             seed=mask_seed))
+    for name, value in features.items():
+      value.set_shape([self._batch_size] + value.shape.as_list()[1:])
+    return {key: features[key] for key in FEATURE_KEYS}
