@@ -1,0 +1,77 @@
+"""The garden's command line: `python -m cmlm COMMAND [--flags]`.
+
+Commands:
+  train   train an experiment (Model Garden flags; see cmlm/train.py)
+  demo    the main job: train cmlm/tiny on the embedded corpus, then show how
+          far the loss fell and nearest neighbours of held-out sentences
+  vocab   build a WordPiece vocabulary from a corpus
+
+Run `python -m cmlm COMMAND --help` for a command's flags. Errors in what you
+give (a path, a file, a config value) print one line and exit with status 2;
+set CMLM_DEBUG=1 to see the traceback instead.
+"""
+import os
+import sys
+
+# Quiet TensorFlow's C++ start-up chatter (no GPU here, CPU instructions...)
+# unless the user asked for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import cmlm  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+from absl import app
+from absl import flags
+
+from official.common import flags as tfm_flags
+
+COMMANDS = ("train", "demo", "vocab")
+
+tfm_flags.define_flags()
+flags.DEFINE_enum("strategy", None, ["one_device", "mirrored",
+                                     "multi_worker_mirrored", "tpu"],
+                  "Distribution strategy; overrides "
+                  "runtime.distribution_strategy of the experiment.")
+flags.DEFINE_string("input", None, "vocab: corpus path (file, directory, glob "
+                    "or comma-separated list).")
+flags.DEFINE_string("output", None, "vocab: where to write the vocabulary.")
+flags.DEFINE_integer("vocab_size", 8000, "vocab: target vocabulary size.")
+flags.DEFINE_bool("lower_case", True, "vocab: lower-case the text (uncased).")
+flags.DEFINE_integer("train_steps", None, "demo: training steps (default: the "
+                     "experiment's).")
+FLAGS = flags.FLAGS
+
+
+def _run_command(command: str):
+  if command == "train":
+    from cmlm import train
+    if not FLAGS.experiment:
+      raise ValueError("--experiment is required, e.g. --experiment=cmlm/tiny.")
+    train.main(FLAGS)
+  elif command == "demo":
+    from cmlm import demo
+    demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)
+  elif command == "vocab":
+    from data_pipelines import vocabulary
+    if not FLAGS.input or not FLAGS.output:
+      raise ValueError("vocab needs --input=CORPUS and --output=VOCAB_FILE.")
+    vocabulary.build_vocab_from_corpus(FLAGS.input, FLAGS.output,
+                                       FLAGS.vocab_size, FLAGS.lower_case)
+
+
+def main(argv):
+  commands = [a for a in argv[1:] if not a.startswith("-")]
+  if len(commands) != 1 or commands[0] not in COMMANDS:
+    print(__doc__)
+    sys.exit(f"Give exactly one command among {', '.join(COMMANDS)}; "
+             f"got {' '.join(commands) or 'none'}.")
+  try:
+    _run_command(commands[0])
+  except (ValueError, KeyError, FileNotFoundError) as error:
+    if os.environ.get("CMLM_DEBUG"):
+      raise
+    message = str(error).strip().strip('"')
+    print(f"cmlm {commands[0]}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+  app.run(main)

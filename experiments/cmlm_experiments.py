@@ -1,0 +1,112 @@
+"""The CMLM experiments, registered with Model Garden's `exp_factory`.
+
+This is the one module that registers them; `python -m cmlm train` imports it
+by name. Each experiment also exists as YAML in `experiments/configs/`, which
+`--config_file` layers on top (the YAML files are the same values, written out
+for people who prefer to read or copy them).
+
+- `cmlm/tiny`: a 2-layer encoder that trains on the embedded corpus on a CPU.
+- `cmlm/en_base`: the English recipe of section 3 — BERT-base, N=15, sequence
+  length 256, 80 masked tokens, global batch 2048, LAMB at 1e-3 (beta1 0.9,
+  beta2 0.999), 10k warm-up steps then linear decay over 1M steps.
+"""
+import os
+
+from cmlm import cmlm_task
+from data_pipelines import cmlm_dataloader
+from modeling import model_builder
+from official.core import config_definitions as cfg
+from official.core import exp_factory
+from official.modeling import optimization
+from official.nlp.configs import encoders
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EMBEDDED_CORPUS = os.path.join(REPO_ROOT, "data", "corpus_en")
+EMBEDDED_VOCAB = os.path.join(REPO_ROOT, "data", "vocab_en_uncased.txt")
+
+
+def vocab_size_of(vocab_file: str) -> int:
+  """Number of tokens (lines) of a WordPiece vocabulary file."""
+  with open(vocab_file, encoding="utf-8") as f:
+    return sum(1 for _ in f)
+
+
+def _optimization(optimizer: str, learning_rate: float, warmup_steps: int,
+                  decay_steps: int, **optimizer_args):
+  """Linear warm-up, then linear decay to zero (section 3)."""
+  return optimization.OptimizationConfig({
+      "optimizer": {"type": optimizer, optimizer: optimizer_args},
+      "learning_rate": {
+          "type": "polynomial",
+          "polynomial": {"initial_learning_rate": learning_rate,
+                         "decay_steps": decay_steps,
+                         "end_learning_rate": 0.0,
+                         "power": 1.0}},
+      "warmup": {"type": "linear",
+                 "linear": {"warmup_steps": warmup_steps}},
+  })
+
+
+_WEIGHT_DECAY_EXCLUDED = ["LayerNorm", "layer_norm", "bias"]
+
+
+@exp_factory.register_config_factory("cmlm/tiny")
+def cmlm_tiny() -> cfg.ExperimentConfig:
+  """A tiny CMLM on the embedded corpus: minutes on 2 CPU cores."""
+  seq_length, num_projections = 48, 15
+  data = lambda split, training: cmlm_dataloader.CmlmDataConfig(
+      input_path=EMBEDDED_CORPUS, vocab_file=EMBEDDED_VOCAB,
+      seq_length=seq_length, max_predictions_per_seq=16,
+      masking_rate=80 / 256, global_batch_size=32, is_training=training,
+      heldout_percent=5, split=split, seed=None if training else 1)
+  train_steps = 2000
+  return cfg.ExperimentConfig(
+      task=cmlm_task.CmlmTaskConfig(
+          model=model_builder.CmlmModelConfig(
+              encoder=encoders.BertEncoderConfig(
+                  vocab_size=vocab_size_of(EMBEDDED_VOCAB), hidden_size=128,
+                  num_layers=2, num_attention_heads=2, intermediate_size=256,
+                  max_position_embeddings=seq_length + num_projections),
+              num_projections=num_projections),
+          train_data=data("train", True),
+          validation_data=data("heldout", False)),
+      trainer=cfg.TrainerConfig(
+          train_steps=train_steps, steps_per_loop=100,
+          summary_interval=100, checkpoint_interval=500, max_to_keep=3,
+          validation_interval=500, validation_steps=10,
+          optimizer_config=_optimization(
+              "adamw", 1e-3, warmup_steps=100, decay_steps=train_steps,
+              weight_decay_rate=0.01,
+              exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
+      runtime=cfg.RuntimeConfig(distribution_strategy="one_device",
+                                num_gpus=0),
+      restrictions=["task.train_data.is_training != None"])
+
+
+@exp_factory.register_config_factory("cmlm/en_base")
+def cmlm_en_base() -> cfg.ExperimentConfig:
+  """The English CMLM-base recipe of section 3 (input_path to be given)."""
+  seq_length, num_projections = 256, 15
+  data = lambda training: cmlm_dataloader.CmlmDataConfig(
+      vocab_file="", seq_length=seq_length, max_predictions_per_seq=80,
+      masking_rate=80 / 256, global_batch_size=2048, is_training=training)
+  train_steps = 1_000_000
+  return cfg.ExperimentConfig(
+      task=cmlm_task.CmlmTaskConfig(
+          model=model_builder.CmlmModelConfig(
+              encoder=encoders.BertEncoderConfig(
+                  vocab_size=30522, hidden_size=768, num_layers=12,
+                  num_attention_heads=12, intermediate_size=3072,
+                  max_position_embeddings=512),
+              num_projections=num_projections),
+          train_data=data(True), validation_data=data(False)),
+      trainer=cfg.TrainerConfig(
+          train_steps=train_steps, steps_per_loop=1000,
+          summary_interval=1000, checkpoint_interval=10000, max_to_keep=5,
+          validation_interval=10000, validation_steps=100,
+          optimizer_config=_optimization(
+              "lamb", 1e-3, warmup_steps=10_000, decay_steps=train_steps,
+              beta_1=0.9, beta_2=0.999, weight_decay_rate=0.01,
+              exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
+      runtime=cfg.RuntimeConfig(distribution_strategy="tpu"),
+      restrictions=["task.train_data.is_training != None"])
