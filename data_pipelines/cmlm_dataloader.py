@@ -74,6 +74,8 @@ def validate_config(params: CmlmDataConfig) -> None:
     fail('set exactly one of input_path (text or TFRecord files) and '
          f'tfds_name; got input_path={params.input_path!r}, '
          f'tfds_name={params.tfds_name!r}.')
+  if params.tfds_name and not params.tfds_split:
+    fail(f"tfds_split must name a split of {params.tfds_name!r}, e.g. 'train'.")
   if params.tfds_name and not params.text_feature:
     fail('text_feature must name the TFDS feature that holds the text.')
   if not params.vocab_file:
