@@ -180,8 +180,7 @@ class CmlmDataLoader(data_loader.DataLoader):
       dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
     logging.info('CMLM pairs from %d TFRecord files (%s).', len(files),
                  'sharded by file' if shard_by_file else 'sharded by record')
-    return dataset.map(pair_tfrecords.parse_pair_example,
-                       num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset  # Serialized; parsed after batching, a batch at a time.
 
   def load(self, input_context: Optional[tf.distribute.InputContext] = None
            ) -> tf.data.Dataset:
@@ -194,7 +193,7 @@ class CmlmDataLoader(data_loader.DataLoader):
       raise ValueError(f'CmlmDataConfig: input_path={params.input_path!r} '
                        'mixes TFRecord and text files; use one kind.')
     if num_tfrecord_files:
-      dataset = self._tfrecord_pairs(files, input_context)
+      dataset = self._tfrecord_pairs(files, input_context)  # Serialized.
     else:
       dataset = self._in_memory_pairs(input_context)
     if params.is_training:
@@ -203,6 +202,9 @@ class CmlmDataLoader(data_loader.DataLoader):
         params.global_batch_size) if input_context else params.global_batch_size)
     drop_remainder = params.is_training or params.drop_remainder
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    if num_tfrecord_files:
+      dataset = dataset.map(pair_tfrecords.parse_pair_examples,
+                            num_parallel_calls=tf.data.AUTOTUNE)
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     features = _CmlmFeatures(params, batch_size if drop_remainder else None,
                              pipeline_id)

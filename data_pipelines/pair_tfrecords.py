@@ -99,7 +99,7 @@ def write_pair_tfrecords(path_spec: str, output_prefix: str, num_shards: int,
   return final_paths, stats
 
 
-def parse_pair_example(serialized: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-  """Parses one serialized pair Example into string scalars (s1, s2)."""
-  features = tf.io.parse_single_example(serialized, PAIR_FEATURES)
+def parse_pair_examples(serialized: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """Parses serialized pair Examples [batch] into strings s1, s2 [batch]."""
+  features = tf.io.parse_example(serialized, PAIR_FEATURES)
   return features['s1'], features['s2']

@@ -89,11 +89,11 @@ def test_tfrecord_pairs_equal_text_pairs_and_shard_by_file(tmp_path):
       path, str(tmp_path / 'records' / 'pairs'), num_shards=3)
   assert [os.path.basename(p) for p in paths] == [
       f'pairs.tfrecord-0000{i}-of-00003' for i in range(3)]
-  records = [pair_tfrecords.parse_pair_example(r) for r in
-             tf.data.TFRecordDataset(paths)]
+  s1, s2 = pair_tfrecords.parse_pair_examples(
+      tf.stack(list(tf.data.TFRecordDataset(paths))))
   text_pairs, _ = corpus.load_sentence_pairs(path)
-  assert sorted((a.numpy().decode(), b.numpy().decode())
-                for a, b in records) == sorted(text_pairs)
+  assert sorted(zip([s.decode() for s in s1.numpy()],
+                    [s.decode() for s in s2.numpy()])) == sorted(text_pairs)
   assert stats.pairs == len(text_pairs) == 60
 
   from_text = all_pairs(config(tmp_path, input_path=path))
