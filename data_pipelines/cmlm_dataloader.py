@@ -142,10 +142,14 @@ class CmlmDataLoader(data_loader.DataLoader):
       # equal share, whatever the sizes of the files.
       pairs = pairs[input_context.input_pipeline_id::
                     input_context.num_input_pipelines]
+      if not pairs:
+        raise corpus.CorpusError(
+            f'The corpus {source!r} has fewer sentence pairs ({stats.pairs}) '
+            f'than input pipelines ({input_context.num_input_pipelines}).')
     logging.info('CMLM pairs from %s, split %r: %s; this pipeline keeps %d.',
                  source, params.split, stats, len(pairs))
     self.corpus_stats = stats
-    s1, s2 = zip(*pairs) if pairs else ((), ())
+    s1, s2 = zip(*pairs)
     dataset = tf.data.Dataset.from_tensor_slices(
         (tf.constant(s1, tf.string), tf.constant(s2, tf.string)))
     if params.is_training:

@@ -1,4 +1,6 @@
 """Corpus reading: sentences, documents, pairs, held-out split, clear errors."""
+import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+
 import re
 import zlib
 

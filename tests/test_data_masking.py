@@ -1,4 +1,6 @@
 """BERT masking of s2 (paper section 2): counts, specials, 80/10/10."""
+import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+
 import numpy as np
 import pytest
 import tensorflow as tf

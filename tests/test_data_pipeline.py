@@ -1,4 +1,6 @@
 """The CMLM input pipeline: features, swap, sharding, TFRecords, TFDS."""
+import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+
 import os
 
 import numpy as np

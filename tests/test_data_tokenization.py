@@ -1,4 +1,6 @@
 """Vocabulary checks and in-graph WordPiece tokenization and packing."""
+import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+
 import os
 
 import numpy as np
