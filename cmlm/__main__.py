@@ -5,6 +5,9 @@ Commands:
   demo    the main job: train cmlm/tiny on the embedded corpus, then show how
           far the loss fell and nearest neighbours of held-out sentences
   vocab   build a WordPiece vocabulary from a corpus
+  export  write a checkpoint as TF-Hub encoder + preprocessor and a TF Serving
+          text-to-embedding SavedModel (see export/exporter.py)
+  encode  embed a file of sentences with an exported model (export/encode.py)
 
 Run `python -m cmlm COMMAND --help` for a command's flags. Errors in what you
 give (a path, a file, a config value) print one line and exit with status 2;
@@ -20,10 +23,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import cmlm  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 from absl import app
 from absl import flags
+from absl import logging
 
 from official.common import flags as tfm_flags
 
-COMMANDS = ("train", "demo", "vocab")
+COMMANDS = ("train", "demo", "vocab", "export", "encode")
 
 tfm_flags.define_flags()
 flags.DEFINE_enum("strategy", None, ["one_device", "mirrored",
@@ -31,12 +35,30 @@ flags.DEFINE_enum("strategy", None, ["one_device", "mirrored",
                   "Distribution strategy; overrides "
                   "runtime.distribution_strategy of the experiment.")
 flags.DEFINE_string("input", None, "vocab: corpus path (file, directory, glob "
-                    "or comma-separated list).")
-flags.DEFINE_string("output", None, "vocab: where to write the vocabulary.")
+                    "or comma-separated list); encode: a text file, one "
+                    "sentence a line.")
+flags.DEFINE_string("output", None, "vocab: where to write the vocabulary; "
+                    "encode: the .npy file of embeddings.")
 flags.DEFINE_integer("vocab_size", 8000, "vocab: target vocabulary size.")
 flags.DEFINE_bool("lower_case", True, "vocab: lower-case the text (uncased).")
 flags.DEFINE_integer("train_steps", None, "demo: training steps (default: the "
                      "experiment's).")
+flags.DEFINE_string("export_dir", None, "export: where the encoder/, "
+                    "preprocessor/ and serving/<version>/ SavedModels go.")
+flags.DEFINE_string("checkpoint", None, "export: a checkpoint prefix, e.g. "
+                    "MODEL_DIR/ckpt-1000 (default: the latest in --model_dir).")
+flags.DEFINE_integer("version", None, "export: the TF Serving version "
+                     "(default: the checkpoint's step).")
+flags.DEFINE_bool("overwrite", False, "export, encode: replace what is "
+                  "already there.")
+flags.DEFINE_bool("normalize", True, "export: L2-normalise the serving "
+                  "model's embeddings; encode: the written embeddings.")
+flags.DEFINE_bool("export_mlm", False, "export: give the encoder the .mlm "
+                  "subobject (masked_lm_positions -> mlm_logits).")
+flags.DEFINE_string("model", None, "encode: an export directory (encoder/ + "
+                    "preprocessor/), a text-to-embedding SavedModel, or a TF "
+                    "Serving base path.")
+flags.DEFINE_integer("batch_size", 256, "encode: sentences per batch.")
 FLAGS = flags.FLAGS
 
 
@@ -55,6 +77,12 @@ def _run_command(command: str):
       raise ValueError("vocab needs --input=CORPUS and --output=VOCAB_FILE.")
     vocabulary.build_vocab_from_corpus(FLAGS.input, FLAGS.output,
                                        FLAGS.vocab_size, FLAGS.lower_case)
+  elif command == "export":
+    from export import exporter
+    exporter.main(FLAGS)
+  elif command == "encode":
+    from export import encode
+    encode.main(FLAGS)
 
 
 def main(argv):
@@ -63,9 +91,11 @@ def main(argv):
     print(__doc__)
     sys.exit(f"Give exactly one command among {', '.join(COMMANDS)}; "
              f"got {' '.join(commands) or 'none'}.")
+  if not FLAGS["verbosity"].present:  # orbit prints progress itself
+    logging.set_verbosity(logging.WARNING)
   try:
     _run_command(commands[0])
-  except (ValueError, KeyError, FileNotFoundError) as error:
+  except (ValueError, KeyError, FileNotFoundError, FileExistsError) as error:
     if os.environ.get("CMLM_DEBUG"):
       raise
     message = str(error).strip().strip('"')

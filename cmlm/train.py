@@ -33,33 +33,28 @@ class ProgressReporter:
   def __init__(self, total_steps: int, global_step: tf.Variable):
     self._total = total_steps
     self._global_step = global_step
-    self._start = time.perf_counter()
-    self._first_step = None
+    self._last = None  # (time, step) of the previous report
     self.first_loss = None  # mean training loss of the first loop
     self.last_loss = None   # ... and of the latest one
 
   def __call__(self, output):
-    step = int(self._global_step.numpy())
-    if self._first_step is None:
-      self._first_step = step - 1
-      self._start = time.perf_counter()
-    elapsed = time.perf_counter() - self._start
-    done = step - self._first_step
-    remaining = max(self._total - step, 0)
-    eta = elapsed / max(done, 1) * remaining
+    now, step = time.perf_counter(), int(self._global_step.numpy())
+    fields = [f"step {step}/{self._total} ({100 * step / self._total:.0f}%)"]
     if "training_loss" in output:
       self.last_loss = float(output["training_loss"])
       if self.first_loss is None:
         self.first_loss = self.last_loss
-    fields = [f"step {step}/{self._total} ({100 * step / self._total:.0f}%)"]
     for key, label in (("training_loss", "loss"),
                        ("masked_lm_accuracy", "mlm acc"),
                        ("examples_per_second", "ex/s"),
                        ("learning_rate", "lr")):
       if key in output:
-        value = float(output[key])
-        fields.append(f"{label} {value:.4g}")
-    fields.append(f"ETA {eta // 60:.0f}m{eta % 60:02.0f}s")
+        fields.append(f"{label} {float(output[key]):.4g}")
+    if self._last is not None and step > self._last[1]:
+      seconds_per_step = (now - self._last[0]) / (step - self._last[1])
+      eta = seconds_per_step * max(self._total - step, 0)
+      fields.append(f"ETA {eta // 60:.0f}m{eta % 60:02.0f}s")
+    self._last = (now, step)
     print(" | ".join(fields), flush=True)
 
 

@@ -12,9 +12,13 @@ from official.core import base_trainer
 class CmlmTrainer(base_trainer.Trainer):
   """`base_trainer.Trainer` + examples/s in each train loop's logs."""
 
+  first_step_of_run = None  # the step this process started (or resumed) at
+
   def train_loop_begin(self):
     super().train_loop_begin()
     self._loop_start = (time.perf_counter(), int(self.global_step.numpy()))
+    if self.first_step_of_run is None:
+      self.first_step_of_run = self._loop_start[1]
 
   def train_loop_end(self):
     logs = super().train_loop_end()

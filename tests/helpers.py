@@ -53,3 +53,12 @@ def fake_batch(batch_size=4, seq_length=10, num_predictions=3, seed=0,
 def encoder_inputs(features, prefix="s1_"):
   return {key: features[prefix + key]
           for key in ("input_word_ids", "input_mask", "input_type_ids")}
+
+
+def tiny_task_config(**model_kwargs):
+  """A CMLM task config on the tiny model, for batches from `fake_batch`."""
+  from cmlm import cmlm_task  # pylint: disable=g-import-not-at-top
+  from data_pipelines import cmlm_dataloader  # pylint: disable=g-import-not-at-top
+  return cmlm_task.CmlmTaskConfig(
+      model=tiny_model_config(**model_kwargs),
+      train_data=cmlm_dataloader.CmlmDataConfig(seq_length=10))
