@@ -1,0 +1,69 @@
+"""Directories that appear complete or not at all.
+
+TF Serving watches a base path and loads each new `<base>/<version>/` it
+sees; a version it catches half-written fails to load or, worse, loads
+wrong. So every export is written into a temporary directory beside its
+target (same file system, a name that is not a version number, so a server
+ignores it) and renamed into place when complete. An existing target is
+never replaced unless asked (`overwrite=True`); on any failure the temporary
+directory is removed and the target is left as it was.
+"""
+import contextlib
+import os
+import shutil
+import tempfile
+from typing import Iterator, Sequence
+
+
+def check_writable(targets: Sequence[str], overwrite: bool) -> None:
+  """Fails before any work if a target exists and may not be replaced."""
+  existing = [t for t in targets if os.path.lexists(t)]
+  if existing and not overwrite:
+    raise FileExistsError(
+        f"{existing[0]} already exists; pass --overwrite to replace it, or "
+        "choose another --export_dir or --version.")
+  for target in existing:
+    if not os.path.isdir(target):
+      raise FileExistsError(f"{target} exists and is not a directory; "
+                            "remove it or choose another --export_dir.")
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
+  """Yields a temporary directory that becomes `target` on success.
+
+  Usage:
+    with atomic_directory("models/cmlm/3") as tmp:
+      tf.saved_model.save(model, tmp)
+  """
+  target = os.path.abspath(target)
+  check_writable([target], overwrite)
+  parent = os.path.dirname(target)
+  os.makedirs(parent, exist_ok=True)
+  temporary = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(target)}-",
+                               dir=parent)
+  try:
+    yield temporary
+    _replace(temporary, target, overwrite)
+  except BaseException:
+    shutil.rmtree(temporary, ignore_errors=True)
+    raise
+
+
+def _replace(source: str, target: str, overwrite: bool) -> None:
+  """Renames `source` to `target`, moving an old `target` aside first."""
+  if not os.path.lexists(target):
+    os.rename(source, target)
+    return
+  check_writable([target], overwrite)  # it may have appeared meanwhile
+  # rename() cannot replace a non-empty directory: swap, then delete.
+  old = tempfile.mkdtemp(prefix=f".old-{os.path.basename(target)}-",
+                         dir=os.path.dirname(target))
+  os.rename(target, os.path.join(old, "previous"))
+  try:
+    os.rename(source, target)
+  except OSError:
+    os.rename(os.path.join(old, "previous"), target)  # put it back
+    raise
+  finally:
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,157 @@
+"""`python -m cmlm export`: a training checkpoint to the three SavedModels.
+
+    python -m cmlm export --model_dir=runs/tiny --export_dir=exports/tiny
+
+writes
+
+    exports/tiny/encoder/             TF-Hub encoder (export.encoder)
+    exports/tiny/preprocessor/        TF-Hub BERT preprocessor (export.preprocessor)
+    exports/tiny/serving/<version>/   text -> embedding for TF Serving (export.serving)
+
+from the latest checkpoint of `--model_dir` (or `--checkpoint=.../ckpt-N`);
+the version is the checkpoint's step unless `--version` says otherwise. The
+checkpoint is read and every model built before anything is written; the
+three directories are then written to temporary directories and renamed into
+place together (`export.atomic`), and none replaces an existing one without
+`--overwrite`.
+"""
+import contextlib
+import dataclasses
+import os
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+from cmlm import cmlm_task
+from export import atomic
+from export import checkpoint as checkpoint_lib
+from export import encoder as encoder_lib
+from export import preprocessor as preprocessor_lib
+from export import serving
+
+ENCODER_DIR = "encoder"
+PREPROCESSOR_DIR = "preprocessor"
+SERVING_DIR = "serving"
+
+
+@dataclasses.dataclass
+class ExportResult:
+  """Where the SavedModels went, and from which checkpoint."""
+  export_dir: str
+  encoder_dir: str
+  preprocessor_dir: str
+  serving_dir: str  # <export_dir>/serving/<version>
+  checkpoint_path: str
+  step: int
+
+
+def export_run(model_dir: str, export_dir: str,
+               checkpoint: Optional[str] = None,
+               version: Optional[int] = None, overwrite: bool = False,
+               normalize: bool = True, export_mlm: bool = False
+               ) -> ExportResult:
+  """Exports a training run's checkpoint; see the module docstring.
+
+  Args:
+    model_dir: the `--model_dir` of `python -m cmlm train`.
+    export_dir: where the SavedModels go.
+    checkpoint: a checkpoint prefix (or directory) instead of the latest one.
+    version: the serving version; default the checkpoint's global step.
+    overwrite: replace SavedModels already there.
+    normalize: L2-normalise the serving model's embeddings.
+    export_mlm: give the encoder the `.mlm` subobject.
+  """
+  if not export_dir:
+    raise ValueError("--export_dir is required: where the SavedModels go.")
+  if version is not None and version < 0:
+    raise ValueError(f"--version must be a non-negative integer (a TF Serving "
+                     f"version), got {version}.")
+  if not model_dir and checkpoint:
+    model_dir = os.path.dirname(checkpoint.rstrip("/"))
+  if not model_dir:
+    raise ValueError("--model_dir is required: the directory of the "
+                     "training run to export.")
+  params = checkpoint_lib.load_params(model_dir)
+  checkpoint_path = checkpoint_lib.find_checkpoint(model_dir, checkpoint)
+  step = checkpoint_lib.checkpoint_step(checkpoint_path)
+  version = step if version is None else version
+  export_dir = os.path.abspath(export_dir)
+  result = ExportResult(
+      export_dir, os.path.join(export_dir, ENCODER_DIR),
+      os.path.join(export_dir, PREPROCESSOR_DIR),
+      os.path.join(export_dir, SERVING_DIR, str(version)),
+      checkpoint_path, step)
+  targets = (result.encoder_dir, result.preprocessor_dir, result.serving_dir)
+  atomic.check_writable(targets, overwrite)
+
+  # Build everything first: a bad checkpoint, vocabulary or config fails
+  # before anything is written.
+  data = params.task.train_data
+  cmlm_task.check_vocab_matches_encoder(data.vocab_file,
+                                        params.task.model.encoder.vocab_size)
+  model = checkpoint_lib.restore_model(params, checkpoint_path)
+  encoder_model = encoder_lib.build_export_encoder(model, export_mlm)
+  preprocessor = preprocessor_lib.Preprocessor(data.vocab_file,
+                                               data.lower_case,
+                                               data.seq_length)
+  # The serving model gets its own functional model over the same layers,
+  # without the MLM head.
+  serving_encoder = encoder_lib.build_export_encoder(model)
+  with contextlib.ExitStack() as stack:
+    # Each temporary directory is renamed into place when the stack closes,
+    # i.e. only after all three were written.
+    encoder_tmp, preprocessor_tmp, serving_tmp = (
+        stack.enter_context(atomic.atomic_directory(target, overwrite))
+        for target in targets)
+    encoder_lib.export_encoder(encoder_model, encoder_tmp, data.vocab_file,
+                               data.lower_case)
+    preprocessor_lib.save_preprocessor(preprocessor, preprocessor_tmp)
+    serving.export_text_embedding(serving_tmp, preprocessor, serving_encoder,
+                                  normalize)
+  return result
+
+
+def main(flags_obj) -> ExportResult:
+  """`python -m cmlm export` from its flags; prints where things went."""
+  result = export_run(
+      flags_obj.model_dir, flags_obj.export_dir,
+      checkpoint=flags_obj.checkpoint, version=flags_obj.version,
+      overwrite=flags_obj.overwrite, normalize=flags_obj.normalize,
+      export_mlm=flags_obj.export_mlm)
+  print(f"Exported {result.checkpoint_path} (step {result.step}):\n"
+        f"  encoder       {result.encoder_dir}\n"
+        f"  preprocessor  {result.preprocessor_dir}\n"
+        f"  serving       {result.serving_dir}")
+  return result
+
+
+def export_and_reload(model_dir: str, in_memory_encoder, sentences,
+                      export_dir: Optional[str] = None) -> str:
+  """The demo's last step: export, reload with `hub.KerasLayer`, compare.
+
+  Exports the latest checkpoint of `model_dir` to `export_dir` (default
+  `<model_dir>/export`, replaced if present), reloads the encoder and
+  preprocessor through `hub.KerasLayer` and compares their embeddings of
+  `sentences` with `in_memory_encoder` fed the training tokenization.
+
+  Returns:
+    A one-line summary to print.
+  """
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  from data_pipelines import tokenization  # pylint: disable=g-import-not-at-top
+  export_dir = export_dir or os.path.join(model_dir, "export")
+  result = export_run(model_dir, export_dir, overwrite=True)
+  data = checkpoint_lib.load_params(model_dir).task.train_data
+  tokenizer = tokenization.WordPieceTokenizer(
+      data.vocab_file, data.seq_length, lower_case=data.lower_case)
+  batch = tf.constant(list(sentences))
+  preprocess = hub.KerasLayer(result.preprocessor_dir)
+  encode = hub.KerasLayer(result.encoder_dir)
+  reloaded = encode(preprocess(batch))["default"]
+  expected = in_memory_encoder(tokenizer.tokenize_and_pack(batch),
+                               training=False)["default"]
+  difference = float(np.max(np.abs(reloaded.numpy() - expected.numpy())))
+  return (f"exported to {result.export_dir}; hub.KerasLayer reload: "
+          f"max |diff| vs in-memory = {difference:.1e} over {len(sentences)} "
+          "sentences")

@@ -1,0 +1,182 @@
+"""The preprocessor SavedModel: TF-Hub's BERT preprocessing API, our tokens.
+
+Interchangeable with TF-Hub's `bert_en_uncased_preprocess`
+(https://www.tensorflow.org/hub/common_saved_model_apis/text):
+
+    preprocessor = hub.load(path)
+    encoder_inputs = preprocessor(tf.constant(sentences))  # seq_length of training
+    # or, for pairs or another length:
+    tokens = [preprocessor.tokenize(s) for s in (s1, s2)]  # [batch, (words), (pieces)]
+    encoder_inputs = preprocessor.bert_pack_inputs(tokens, seq_length=128)
+
+The tokenization is the training pipeline's (`data_pipelines.tokenization`):
+the same vocabulary, `text.BertTokenizer` settings and `[CLS] ... [SEP]`
+packing, so the ids equal those the model was trained on. The vocabulary is
+an asset and `do_lower_case` a variable, as in Model Garden's
+`export_tfhub_lib`. Truncation is Model Garden's round-robin, written in core
+TensorFlow ops: TF Text's `RoundRobinTrimmer` emits `RoundRobinTrim`, an op
+missing from TF Serving (tensorflow/serving#2267).
+"""
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from data_pipelines import vocabulary
+
+STRING_BATCH = tf.TensorSpec([None], tf.string, name="sentences")
+
+
+def round_robin_trim(segments, max_tokens):
+  """Keeps at most `max_tokens` tokens of 1 or 2 segments per example.
+
+  Same result as `tensorflow_text.RoundRobinTrimmer`: places go one token at a
+  time to each segment that still has tokens, first segment first.
+
+  Args:
+    segments: a list of 1 or 2 int RaggedTensors `[batch, (tokens)]`.
+    max_tokens: a scalar, the tokens allowed in all segments together.
+  """
+  max_tokens = tf.maximum(tf.cast(max_tokens, tf.int64), 0)
+  lengths = [segment.row_lengths() for segment in segments]  # [batch] each
+  if len(segments) == 1:
+    limits = [tf.minimum(lengths[0], max_tokens)]
+  else:
+    # The first segment gets half of the places rounded up, or what the
+    # second leaves free if it is shorter.
+    first = tf.minimum(lengths[0], tf.maximum((max_tokens + 1) // 2,
+                                              max_tokens - lengths[1]))
+    limits = [first, tf.minimum(lengths[1], max_tokens - first)]
+  trimmed = []
+  for segment, limit in zip(segments, limits):
+    positions = tf.ragged.range(segment.row_lengths())  # [batch, (tokens)]
+    trimmed.append(tf.ragged.boolean_mask(
+        segment, positions < tf.expand_dims(limit, 1)))
+  return trimmed
+
+
+def bert_pack_inputs(segments, seq_length, cls_id, sep_id, pad_id):
+  """Packs 1 or 2 tokenized segments as `[CLS] a [SEP] (b [SEP])`, padded.
+
+  Args:
+    segments: a list of 1 or 2 int32 RaggedTensors `[batch, (tokens)]` or
+      `[batch, (words), (pieces)]`.
+    seq_length: the length of the packed sequences.
+
+  Returns:
+    Model Garden's encoder inputs: `input_word_ids`, `input_mask` and
+    `input_type_ids` (0 for the first segment, 1 for the second), int32
+    `[batch, seq_length]`.
+  """
+  if not 1 <= len(segments) <= 2:
+    raise ValueError(f"bert_pack_inputs takes 1 or 2 segments, got "
+                     f"{len(segments)}.")
+  segments = [s.merge_dims(1, -1) if s.ragged_rank > 1 else s
+              for s in segments]
+  num_special = len(segments) + 1  # [CLS] and one [SEP] per segment
+  seq_length = tf.cast(seq_length, tf.int32)
+  tf.debugging.assert_greater_equal(
+      seq_length, num_special,
+      message="seq_length leaves no room for tokens between [CLS] and [SEP]")
+  trimmed = round_robin_trim(segments, seq_length - num_special)
+  combined, segment_ids = tf_text.combine_segments(
+      trimmed, start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
+  input_word_ids, input_mask = tf_text.pad_model_inputs(
+      combined, seq_length, pad_value=pad_id)
+  input_type_ids, _ = tf_text.pad_model_inputs(segment_ids, seq_length)
+  # Static shapes get lost in the ragged ops: [batch, seq_length].
+  shape = tf.stack([segments[0].nrows(out_type=tf.int32), seq_length])
+  return dict(input_word_ids=tf.reshape(input_word_ids, shape),
+              input_mask=tf.reshape(input_mask, shape),
+              input_type_ids=tf.reshape(input_type_ids, shape))
+
+
+class _Tokenize(tf.Module):
+  """`preprocessor.tokenize`: strings `[batch]` -> `[batch, (words), (pieces)]`."""
+
+  def __init__(self, vocab_file: str, lower_case: bool,
+               special_tokens: dict):
+    super().__init__(name="tokenize")
+    # As data_pipelines.tokenization.WordPieceTokenizer: a hash table that
+    # answers -1 for a missing key, read from the vocabulary (an asset).
+    initializer = tf.lookup.TextFileInitializer(
+        vocab_file,
+        key_dtype=tf.string, key_index=tf.lookup.TextFileIndex.WHOLE_LINE,
+        value_dtype=tf.int64, value_index=tf.lookup.TextFileIndex.LINE_NUMBER)
+    self._vocab_table = tf.lookup.StaticHashTable(initializer, -1)
+    self._bert_tokenizer = tf_text.BertTokenizer(
+        self._vocab_table, token_out_type=tf.int64,
+        unknown_token=vocabulary.UNK, lower_case=lower_case)
+    special = {key: tf.constant(value) for key, value in special_tokens.items()}
+    self.get_special_tokens_dict = tf.function(lambda: special,
+                                               input_signature=[])
+
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
+  def __call__(self, sentences):
+    return tf.cast(self._bert_tokenizer.tokenize(sentences), tf.int32)
+
+
+class _BertPackInputs(tf.Module):
+  """`preprocessor.bert_pack_inputs(segments, seq_length=...)`."""
+
+  def __init__(self, seq_length: int, special_tokens: dict):
+    super().__init__(name="bert_pack_inputs")
+    ids = (special_tokens["start_of_sequence_id"],
+           special_tokens["end_of_segment_id"], special_tokens["padding_id"])
+
+    @tf.function(autograph=False)
+    def call(inputs, seq_length=seq_length):
+      if not isinstance(inputs, (list, tuple)):
+        inputs = [inputs]
+      return bert_pack_inputs(list(inputs), seq_length, *ids)
+
+    self.__call__ = call
+    # One trace per accepted form, as Model Garden's wrapper does: 1 or 2
+    # segments of ragged rank 1 or 2, seq_length overridable.
+    for ragged_rank in (1, 2):
+      for num_segments in (1, 2):
+        call.get_concrete_function(
+            [tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32,
+                                 ragged_rank=ragged_rank)] * num_segments,
+            seq_length=tf.TensorSpec([], tf.int32))
+
+
+class Preprocessor(tf.Module):
+  """Strings to encoder inputs; `tokenize` and `bert_pack_inputs` beside.
+
+  Args:
+    vocab_file: the WordPiece vocabulary the model was trained with.
+    lower_case: whether training lower-cased the text (uncased models).
+    seq_length: the packed length of a plain call (the training length).
+  """
+
+  def __init__(self, vocab_file: str, lower_case: bool, seq_length: int):
+    super().__init__(name="preprocessor")
+    vocab = vocabulary.load_vocab(vocab_file)  # one clear error if unusable
+    if seq_length < 3:
+      raise ValueError(f"seq_length={seq_length} leaves no room for a token "
+                       "between [CLS] and [SEP]; use 3 or more.")
+    ids = vocabulary.special_token_ids(vocab)
+    special_tokens = dict(
+        vocab_size=len(vocab), start_of_sequence_id=ids[vocabulary.CLS],
+        end_of_segment_id=ids[vocabulary.SEP],
+        padding_id=ids[vocabulary.PAD], mask_id=ids[vocabulary.MASK])
+    self.vocab_file = tf.saved_model.Asset(vocab_file)
+    self.do_lower_case = tf.Variable(lower_case, trainable=False,
+                                     name="do_lower_case")
+    self.seq_length = tf.Variable(seq_length, trainable=False,
+                                  name="seq_length")
+    self.tokenize = _Tokenize(vocab_file, lower_case, special_tokens)
+    self.bert_pack_inputs = _BertPackInputs(seq_length, special_tokens)
+
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
+  def __call__(self, sentences):
+    # (`__call__` is an attribute of the instance, as in Model Garden's
+    # wrapper, so that the SavedModel keeps all its traces: call it by name.)
+    return self.bert_pack_inputs.__call__([self.tokenize(sentences)])
+
+
+def save_preprocessor(preprocessor: Preprocessor, path: str) -> None:
+  """Writes `preprocessor` as a SavedModel to `path` (a fresh directory)."""
+  tf.saved_model.save(
+      preprocessor, path,
+      signatures={"serving_default":
+                  preprocessor.__call__.get_concrete_function()})

@@ -1,0 +1,71 @@
+"""The text-to-embedding SavedModel, for TF Serving and `hub.KerasLayer`.
+
+One SavedModel maps a batch of UTF-8 sentences to their embeddings, with the
+training tokenization inside (TF-Hub's "text embeddings from text inputs"
+API, https://www.tensorflow.org/hub/common_saved_model_apis/text):
+
+    signature serving_default:
+      inputs:  sentences  tf.string  [batch]
+      outputs: embedding  tf.float32 [batch, hidden]
+
+    embeddings = hub.load(path)(tf.constant(sentences))  # [batch, hidden]
+
+It is written as version `<base>/<version>/` of TF Serving's layout; see
+`export.atomic` for how a version appears all at once.
+"""
+import tensorflow as tf
+import tf_keras
+
+from export.preprocessor import STRING_BATCH
+from export.preprocessor import Preprocessor
+
+SIGNATURE_NAME = "serving_default"
+INPUT_NAME = "sentences"
+OUTPUT_NAME = "embedding"
+
+
+class TextEmbedding(tf.Module):
+  """Strings to the sentence embedding: preprocessor, then encoder.
+
+  Args:
+    preprocessor: the training tokenization (`export.preprocessor`).
+    encoder: the exported encoder model (`export.encoder`).
+    normalize: L2-normalise the embeddings, so a dot product is the cosine.
+  """
+
+  def __init__(self, preprocessor: Preprocessor, encoder: tf_keras.Model,
+               normalize: bool = True):
+    super().__init__(name="text_embedding")
+    self.preprocessor = preprocessor
+    # Only the encoder's variables are saved beside the graph. Tracking the
+    # Keras model itself would also serialize its Keras layers and traces,
+    # which serving never reads (and which doubles the export time).
+    self.encoder_variables = list(encoder.variables)
+    self._encode = lambda inputs: encoder(inputs, training=False)["default"]
+    self.normalize = normalize
+    self.l2_normalized = tf.Variable(normalize, trainable=False,
+                                     name="l2_normalized")
+
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
+  def __call__(self, sentences):
+    """`[batch]` strings -> float32 `[batch, hidden]`."""
+    embedding = self._encode(self.preprocessor(sentences))
+    if self.normalize:
+      embedding = tf.math.l2_normalize(embedding, axis=-1)
+    return embedding
+
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
+  def serve(self, sentences):
+    """The serving signature: named inputs and outputs."""
+    return {OUTPUT_NAME: self.__call__(sentences)}
+
+
+def export_text_embedding(path: str, preprocessor: Preprocessor,
+                          encoder: tf_keras.Model,
+                          normalize: bool = True) -> TextEmbedding:
+  """Writes the text-to-embedding SavedModel to `path` (a fresh directory)."""
+  model = TextEmbedding(preprocessor, encoder, normalize)
+  tf.saved_model.save(
+      model, path,
+      signatures={SIGNATURE_NAME: model.serve.get_concrete_function()})
+  return model
