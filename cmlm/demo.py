@@ -7,7 +7,9 @@ CPU, then shows
     of the trained model against the same model untrained);
   * how well the sentence vectors find a held-out sentence's neighbour in its
     document among all held-out sentences (trained vs untrained);
-  * the nearest neighbours (cosine) of a few held-out query sentences.
+  * the nearest neighbours (cosine) of a few held-out query sentences;
+and ends by exporting the model (TF-Hub encoder + preprocessor, serving
+SavedModel) and reloading it through `hub.KerasLayer`.
 """
 import os
 import shutil
@@ -21,6 +23,7 @@ from data_pipelines import cmlm_dataloader
 from data_pipelines import corpus
 from data_pipelines import tokenization
 from experiments import cmlm_experiments
+from export import exporter
 from modeling import losses
 from official.core import exp_factory
 from official.core import task_factory
@@ -131,6 +134,9 @@ def main(model_dir=None, train_steps=None):
     for i in order[:NUM_NEIGHBOURS]:
       print(f"  {similarity[query, i]:.3f}  {_clip(sentences[i])}")
   print(f"\nCheckpoints and TensorBoard summaries: {model_dir}")
+
+  print("\n== TF-Hub export of the trained model")
+  print(exporter.export_and_reload(model_dir, model.encoder, sentences[:64]))
 
 
 def _clip(text, width=100):
