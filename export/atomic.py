@@ -6,13 +6,14 @@ wrong. So every export is written into a temporary directory beside its
 target (same file system, a name that is not a version number, so a server
 ignores it) and renamed into place when complete. An existing target is
 never replaced unless asked (`overwrite=True`); on any failure the temporary
-directory is removed and the target is left as it was.
+directory, and the parent directories made for it, are removed and the
+target is left as it was.
 """
 import contextlib
 import os
 import shutil
 import tempfile
-from typing import Iterator, Sequence
+from typing import Iterator, List, Sequence
 
 
 def check_writable(targets: Sequence[str], overwrite: bool) -> None:
@@ -39,6 +40,7 @@ def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
   target = os.path.abspath(target)
   check_writable([target], overwrite)
   parent = os.path.dirname(target)
+  created = _missing_ancestors(parent)
   os.makedirs(parent, exist_ok=True)
   temporary = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(target)}-",
                                dir=parent)
@@ -47,7 +49,21 @@ def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
     _replace(temporary, target, overwrite)
   except BaseException:
     shutil.rmtree(temporary, ignore_errors=True)
+    for directory in created:  # deepest first; only if still empty
+      try:
+        os.rmdir(directory)
+      except OSError:
+        break
     raise
+
+
+def _missing_ancestors(directory: str) -> List[str]:
+  """`directory` and its parents that do not exist yet, deepest first."""
+  missing = []
+  while directory and not os.path.exists(directory):
+    missing.append(directory)
+    directory = os.path.dirname(directory)
+  return missing
 
 
 def _replace(source: str, target: str, overwrite: bool) -> None:

@@ -20,6 +20,10 @@ from official.core import config_definitions as cfg
 from official.modeling import hyperparams
 
 PARAMS_FILE = "params.yaml"
+# What reading a damaged, truncated or foreign checkpoint raises (a truncated
+# data file gives IndexError from the reader).
+_READ_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError,
+                KeyError)
 
 
 def load_params(model_dir: str) -> cfg.ExperimentConfig:
@@ -66,7 +70,7 @@ def checkpoint_step(checkpoint_path: str) -> int:
   try:
     reader = tf.train.load_checkpoint(checkpoint_path)
     return int(reader.get_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE"))
-  except (tf.errors.OpError, ValueError) as error:
+  except _READ_ERRORS as error:
     raise ValueError(_unreadable(checkpoint_path, error)) from None
 
 
@@ -84,7 +88,7 @@ def restore_model(params: cfg.ExperimentConfig,
   try:
     status = tf.train.Checkpoint(model=model).restore(checkpoint_path)
     status.expect_partial().assert_existing_objects_matched()
-  except (tf.errors.OpError, ValueError, AssertionError) as error:
+  except _READ_ERRORS as error:
     raise ValueError(_unreadable(checkpoint_path, error)) from None
   return model
 
