@@ -43,11 +43,25 @@ def embed(encoder, tokenizer, sentences, batch_size=256) -> np.ndarray:
   return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def heldout_mlm(model, data_config, batches=20):
-  """Mean MLM loss and accuracy on fixed held-out batches."""
+def _other_s1(features):
+  """The same batch with each s2 paired with another example's s1."""
+  order = tf.roll(tf.range(tf.shape(features["s1_input_word_ids"])[0]), 1, 0)
+  return dict(features, **{key: tf.gather(value, order)
+                           for key, value in features.items()
+                           if key.startswith("s1_")})
+
+
+def heldout_mlm(model, data_config, batches=20, shuffle_s1=False):
+  """Mean MLM loss and accuracy on fixed held-out batches.
+
+  With `shuffle_s1`, each s2 is conditioned on another pair's s1: the loss
+  rises by as much as the sentence vector of the true s1 helps.
+  """
   dataset = cmlm_dataloader.build_cmlm_dataset(data_config).take(batches)
   total_loss, correct, count = 0.0, 0.0, 0.0
   for features in dataset:
+    if shuffle_s1:
+      features = _other_s1(features)
     logits = model(features, training=False)["mlm_logits"]
     weights = features["masked_lm_weights"]
     total_loss += float(losses.conditional_mlm_loss(
@@ -108,11 +122,15 @@ def main(model_dir=None, train_steps=None):
   model, reporter = result.model, result.progress
   minutes = (time.perf_counter() - start) / 60
   loss, accuracy = heldout_mlm(model, validation)
+  shuffled_loss, _ = heldout_mlm(model, validation, shuffle_s1=True)
   print(f"\n== Trained {steps} steps in {minutes:.1f} min.")
   print(f"training loss: first loop {reporter.first_loss:.3f} -> last loop "
         f"{reporter.last_loss:.3f}")
   print(f"held-out MLM loss: untrained {untrained_loss:.3f} -> trained "
         f"{loss:.3f}; accuracy {untrained_accuracy:.1%} -> {accuracy:.1%}")
+  print(f"held-out MLM loss of s2 given its own s1 {loss:.4f} vs given "
+        f"another pair's s1 {shuffled_loss:.4f}: what the sentence vector of s1 "
+        f"contributes ({shuffled_loss - loss:+.4f})")
 
   tokenizer = tokenization.WordPieceTokenizer(
       validation.vocab_file, lower_case=validation.lower_case,
