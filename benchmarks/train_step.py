@@ -29,6 +29,7 @@ from experiments import cmlm_experiments  # noqa: E402
 from official.core import exp_factory  # noqa: E402
 from official.nlp.configs import bert  # noqa: E402
 from official.nlp.configs import encoders  # noqa: E402
+from official.nlp.data import pretrain_dataloader  # noqa: E402
 from official.nlp.tasks import masked_lm  # noqa: E402
 
 
@@ -57,9 +58,11 @@ def time_steps(step, features, steps):
 
 def compiled_train_step(task, model):
   optimizer = tf_keras.optimizers.Adam(1e-4)
+  metrics = task.build_metrics(training=True)
+
   @tf.function
   def step(features):
-    logs = task.train_step(features, model, optimizer, metrics=[])
+    logs = task.train_step(features, model, optimizer, metrics=metrics)
     return logs[task.loss]
   return step
 
@@ -102,7 +105,9 @@ def main():
   print(f"CMLM step: {cmlm_step_s * 1e3:.1f} ms", flush=True)
 
   mlm_config = masked_lm.MaskedLMConfig(model=bert.PretrainerConfig(
-      encoder=encoders.EncoderConfig(type="bert", bert=encoder), cls_heads=[]))
+      encoder=encoders.EncoderConfig(type="bert", bert=encoder), cls_heads=[]),
+      train_data=pretrain_dataloader.BertPretrainDataConfig(
+          use_next_sentence_label=False))
   mlm_task = masked_lm.MaskedLMTask(mlm_config)
   mlm_model = mlm_task.build_model()
   mlm_features = random_features(args.batch_size, args.seq_length,
