@@ -103,3 +103,25 @@ def test_seq_length_too_short_for_the_special_tokens_is_refused(loaded):
     loaded.bert_pack_inputs([tokens, tokens], seq_length=tf.constant(2))
   with pytest.raises(ValueError, match="seq_length=2"):
     preprocessor_lib.Preprocessor(VOCAB, True, 2)
+
+
+@pytest.mark.slow
+def test_interchangeable_with_model_gardens_bert_preprocessor(loaded, tmp_path):
+  """export_tfhub_lib's preprocessor for the same vocabulary agrees with ours."""
+  from official.nlp.tools import export_tfhub_lib  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path / "model_garden")
+  export_tfhub_lib.export_preprocessing(
+      path, vocab_file=VOCAB, do_lower_case=True, tokenize_with_offsets=False,
+      default_seq_length=SEQ_LENGTH)
+  theirs = tf.saved_model.load(path)
+  sentences = tf.constant(_corpus_sentences(50) +
+                          export_helpers.AWKWARD_SENTENCES)
+  for key, value in theirs(sentences).items():
+    np.testing.assert_array_equal(loaded(sentences)[key], value, err_msg=key)
+  assert (loaded.tokenize(sentences).to_list() ==
+          theirs.tokenize(sentences).to_list())
+  segments = [theirs.tokenize(sentences), theirs.tokenize(sentences[::-1])]
+  ours = loaded.bert_pack_inputs(segments, seq_length=tf.constant(40))
+  for key, value in theirs.bert_pack_inputs(
+      segments, seq_length=tf.constant(40)).items():
+    np.testing.assert_array_equal(ours[key], value, err_msg=key)
