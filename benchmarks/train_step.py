@@ -94,7 +94,11 @@ def main():
         f" N={model_config.num_projections}, seq_length {args.seq_length}, "
         f"batch {args.batch_size}, masked {args.masked_tokens}", flush=True)
 
-  task_config = cmlm_task.CmlmTaskConfig(model=model_config)
+  data = params.task.train_data
+  data.seq_length = args.seq_length
+  data.max_predictions_per_seq = args.masked_tokens
+  data.global_batch_size = args.batch_size
+  task_config = cmlm_task.CmlmTaskConfig(model=model_config, train_data=data)
   task = cmlm_task.CmlmTask(task_config)
   cmlm_model = task.build_model()
   cmlm_features = random_features(args.batch_size, args.seq_length,
@@ -116,10 +120,6 @@ def main():
                           mlm_features, args.steps)
   print(f"Model Garden MLM step: {mlm_step_s * 1e3:.1f} ms", flush=True)
 
-  data = params.task.train_data
-  data.seq_length = args.seq_length
-  data.max_predictions_per_seq = args.masked_tokens
-  data.global_batch_size = args.batch_size
   dataset = cmlm_dataloader.build_cmlm_dataset(data)
   iterator = iter(dataset)
   for _ in range(5):
