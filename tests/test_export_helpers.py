@@ -103,3 +103,11 @@ def run_fresh_python(script: str, *args: str, timeout: int = 300):
   if completed.returncode != 0:
     raise AssertionError(f"fresh Python failed:\n{completed.stderr[-4000:]}")
   return completed
+
+
+def run_cli(*args: str):
+  """`python -m cmlm ARGS` from the repository root."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  return subprocess.run([sys.executable, "-m", "cmlm", *args],
+                        cwd=REPO_ROOT, env=env, capture_output=True,
+                        text=True, timeout=300)
