@@ -29,6 +29,13 @@ class CmlmTaskConfig(cfg.TaskConfig):
   validation_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
       default_factory=cmlm_dataloader.CmlmDataConfig)
 
+  def validate_inputs(self, mode: str):
+    """Checks the data a `mode` ("train", "eval", ...) reads, before a run."""
+    if "train" in mode:
+      cmlm_dataloader.validate_config(self.train_data)
+    if "eval" in mode:
+      cmlm_dataloader.validate_config(self.validation_data)
+
 
 def global_batch_sum(value):
   """Sums `value` over all replicas; returns (sum, number of replicas)."""

@@ -16,7 +16,6 @@ import tensorflow as tf
 import tf_keras
 
 from cmlm.trainer import CmlmTrainer
-from data_pipelines import cmlm_dataloader
 from experiments import cmlm_experiments  # noqa: F401  (registers the experiments)
 from official.common import distribute_utils
 from official.core import task_factory
@@ -94,10 +93,7 @@ def run(params, model_dir: str, mode: str = "train",
     raise ValueError("--model_dir is required: checkpoints and summaries go "
                      "there, and a run resumes from it.")
   task_config = params.task
-  if "train" in mode:
-    cmlm_dataloader.validate_config(task_config.train_data)
-  if "eval" in mode:
-    cmlm_dataloader.validate_config(task_config.validation_data)
+  task_config.validate_inputs(mode)
   if params.runtime.mixed_precision_dtype:
     performance.set_mixed_precision_policy(
         params.runtime.mixed_precision_dtype)

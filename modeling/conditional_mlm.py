@@ -108,4 +108,5 @@ class ConditionalMaskedLM(tf_keras.Model):
   @property
   def checkpoint_items(self):
     """What a checkpoint holds beside the whole model, for later reuse."""
-    return dict(encoder=self.encoder, projection_head=self.projection_head)
+    return dict(encoder=self.encoder, projection_head=self.projection_head,
+                masked_lm=self.masked_lm)

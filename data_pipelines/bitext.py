@@ -1,0 +1,108 @@
+"""Translation pairs for bitext retrieval (paper section 4.2).
+
+Two layouts, mixed freely in one comma-separated path spec:
+  * a TSV file whose rows hold the source and the target in two columns
+    (`source_column`, `target_column`; the last two by default, so that
+    `src<TAB>tgt` and `domain<TAB>src<TAB>tgt` both work), optionally with a
+    header row;
+  * two line-aligned files joined by `|`: `train.en.gz|train.de.gz`.
+Files ending in `.gz` are read through gzip. Every problem is reported with its
+file and line: a line that is not UTF-8, a row with too few columns, an empty
+side, or aligned files whose line counts differ.
+"""
+import glob
+import gzip
+import itertools
+from typing import Iterator, List, Tuple
+
+from data_pipelines import corpus
+
+
+class BitextError(corpus.CorpusError):
+  """A bitext file or one of its lines is not usable."""
+
+
+def _lines(path: str) -> Iterator[Tuple[int, str]]:
+  """(line number, text without the newline) of a UTF-8 (maybe .gz) file."""
+  opener = gzip.open if path.endswith(".gz") else open
+  try:
+    with opener(path, "rb") as f:
+      for number, raw in enumerate(f, start=1):
+        try:
+          yield number, raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as e:
+          raise BitextError(f"{path}:{number} is not valid UTF-8 text "
+                            f"(byte {e.start}).") from None
+  except FileNotFoundError:
+    raise BitextError(f"Bitext file {path} does not exist.") from None
+  except (OSError, EOFError) as e:
+    raise BitextError(f"Cannot read bitext file {path}: {e}.") from None
+
+
+def _expand(part: str) -> List[str]:
+  files = sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]
+  if not files:
+    raise BitextError(f"No bitext file matches {part!r}.")
+  return files
+
+
+def _check_sides(path, number, source, target):
+  for side, text in (("source", source), ("target", target)):
+    if not text.strip():
+      raise BitextError(f"{path}:{number}: the {side} side is empty.")
+
+
+def read_tsv_pairs(path: str, source_column: int = -2,
+                   target_column: int = -1, header: bool = False
+                   ) -> Iterator[Tuple[str, str]]:
+  """(source, target) rows of a TSV file."""
+  needed = max(c if c >= 0 else -c - 1 for c in (source_column,
+                                                  target_column)) + 1
+  for number, line in _lines(path):
+    if header and number == 1:
+      continue
+    columns = line.split("\t")
+    if len(columns) < max(needed, 2):
+      raise BitextError(
+          f"{path}:{number} has {len(columns)} tab-separated column(s); "
+          f"source_column={source_column} and target_column={target_column} "
+          "need more.")
+    source, target = columns[source_column], columns[target_column]
+    _check_sides(path, number, source, target)
+    yield source, target
+
+
+def read_aligned_pairs(source_path: str, target_path: str
+                       ) -> Iterator[Tuple[str, str]]:
+  """(source, target) pairs of two line-aligned files."""
+  for left, right in itertools.zip_longest(_lines(source_path),
+                                           _lines(target_path)):
+    if left is None or right is None:
+      shorter, line = ((source_path, right[0]) if left is None
+                       else (target_path, left[0]))
+      raise BitextError(
+          f"{source_path} and {target_path} are not line-aligned: "
+          f"{shorter} ends before line {line}.")
+    _check_sides(source_path if not left[1].strip() else target_path,
+                 left[0], left[1], right[1])
+    yield left[1], right[1]
+
+
+def read_bitext(path_spec: str, source_column: int = -2,
+                target_column: int = -1, header: bool = False
+                ) -> List[Tuple[str, str]]:
+  """All (source, target) pairs of a bitext path spec (see module doc)."""
+  if not path_spec:
+    raise BitextError("The bitext input_path is empty.")
+  pairs = []
+  for part in (p.strip() for p in path_spec.split(",") if p.strip()):
+    if "|" in part:
+      source_path, target_path = (s.strip() for s in part.split("|", 1))
+      pairs.extend(read_aligned_pairs(source_path, target_path))
+    else:
+      for path in _expand(part):
+        pairs.extend(read_tsv_pairs(path, source_column, target_column,
+                                    header))
+  if not pairs:
+    raise BitextError(f"The bitext {path_spec} holds no translation pair.")
+  return pairs
