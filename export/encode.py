@@ -100,7 +100,8 @@ def read_sentences(path: str) -> List[str]:
     text = data.decode("utf-8")
   except UnicodeDecodeError as error:
     line = data[:error.start].count(b"\n") + 1
-    raise ValueError(f"--input={path} is not UTF-8 text (line {line}).") from None
+    raise ValueError(
+        f"--input={path} is not UTF-8 text (line {line}).") from None
   sentences = text.split("\n")
   if sentences and sentences[-1] == "":
     sentences.pop()  # the final line end

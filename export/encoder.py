@@ -5,10 +5,10 @@ As `official/nlp/tools/export_tfhub_lib.export_model` does for BERT:
     encoder = hub.KerasLayer(path, trainable=True)
     outputs = encoder(dict(input_word_ids=..., input_mask=...,
                            input_type_ids=...))  # int32 [batch, seq_length]
-    outputs["default"]          # the sentence embedding, as trained  [batch, hidden]
+    outputs["default"]          # [batch, hidden], the embedding as trained
     outputs["pooled_output"]    # the same tensor
     outputs["sequence_output"]  # [batch, seq_length, hidden]
-    outputs["encoder_outputs"]  # a list, one [batch, seq_length, hidden] per layer
+    outputs["encoder_outputs"]  # per layer, [batch, seq_length, hidden]
 
 "The sentence embedding as trained" is the config's pooling (mean by default,
 or cls / max) of the sequence output, or for `sentence_representation="proj"`

@@ -4,9 +4,9 @@
 
 writes
 
-    exports/tiny/encoder/             TF-Hub encoder (export.encoder)
-    exports/tiny/preprocessor/        TF-Hub BERT preprocessor (export.preprocessor)
-    exports/tiny/serving/<version>/   text -> embedding for TF Serving (export.serving)
+    exports/tiny/encoder/            TF-Hub encoder (export.encoder)
+    exports/tiny/preprocessor/       TF-Hub preprocessor (export.preprocessor)
+    exports/tiny/serving/<version>/  text -> embedding (export.serving)
 
 from the latest checkpoint of `--model_dir` (or `--checkpoint=.../ckpt-N`);
 the version is the checkpoint's step unless `--version` says otherwise. The

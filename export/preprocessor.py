@@ -4,9 +4,10 @@ Interchangeable with TF-Hub's `bert_en_uncased_preprocess`
 (https://www.tensorflow.org/hub/common_saved_model_apis/text):
 
     preprocessor = hub.load(path)
-    encoder_inputs = preprocessor(tf.constant(sentences))  # seq_length of training
+    encoder_inputs = preprocessor(tf.constant(sentences))  # training length
     # or, for pairs or another length:
-    tokens = [preprocessor.tokenize(s) for s in (s1, s2)]  # [batch, (words), (pieces)]
+    tokens = [preprocessor.tokenize(s) for s in (s1, s2)]  # [batch, (words),
+                                                            #  (pieces)]
     encoder_inputs = preprocessor.bert_pack_inputs(tokens, seq_length=128)
 
 The tokenization is the training pipeline's (`data_pipelines.tokenization`):
@@ -90,7 +91,8 @@ def bert_pack_inputs(segments, seq_length, cls_id, sep_id, pad_id):
 
 
 class _Tokenize(tf.Module):
-  """`preprocessor.tokenize`: strings `[batch]` -> `[batch, (words), (pieces)]`."""
+  """`preprocessor.tokenize`: strings `[batch]` -> `[batch, (words), (pieces)]`.
+  """
 
   def __init__(self, vocab_file: str, lower_case: bool,
                special_tokens: dict):

@@ -106,7 +106,8 @@ def fresh_process(tiny, tmp_path_factory):
                preprocessor=result.preprocessor_dir,
                serving=result.serving_dir,
                sentences=str(work / "sentences.json"),
-               arrays=str(work / "arrays.npz"), report=str(work / "report.json"))
+               arrays=str(work / "arrays.npz"),
+               report=str(work / "report.json"))
   with open(paths["sentences"], "w") as f:
     json.dump(export_helpers.ALL_SENTENCES, f)
   export_helpers.run_fresh_python(FRESH_PROCESS, json.dumps(paths))
@@ -190,12 +191,15 @@ def test_saved_model_cli_lists_the_documented_signatures(tiny):
   listings = {name: run.communicate(timeout=300)[0]
               for name, run in runs.items()}
   served = " ".join(_signature(listings["serving"]).split())
-  assert "inputs['sentences'] tensor_info: dtype: DT_STRING shape: (-1)" in served
-  assert "outputs['embedding'] tensor_info: dtype: DT_FLOAT shape: (-1, 16)" in served
+  assert ("inputs['sentences'] tensor_info: dtype: DT_STRING shape: (-1)"
+          in served)
+  assert ("outputs['embedding'] tensor_info: dtype: DT_FLOAT shape: (-1, 16)"
+          in served)
   assert "tensorflow/serving/predict" in served
   encoded = " ".join(_signature(listings["encoder"]).split())
   for name in encoder_lib.INPUT_NAMES:
-    assert f"inputs['{name}'] tensor_info: dtype: DT_INT32 shape: (-1, -1)" in encoded
+    assert (f"inputs['{name}'] tensor_info: dtype: DT_INT32 shape: (-1, -1)"
+            in encoded)
   for name in ("default", "pooled_output", "sequence_output",
                "encoder_outputs_0"):
     assert f"outputs['{name}'] tensor_info: dtype: DT_FLOAT" in encoded

@@ -12,6 +12,7 @@ from experiments import cmlm_experiments
 from export import encode
 from export import progress as progress_lib
 from official.nlp.configs import encoders
+from official.nlp.tools import export_tfhub_lib
 from tests import test_export_helpers as export_helpers
 
 VOCAB = cmlm_experiments.EMBEDDED_VOCAB
@@ -46,7 +47,6 @@ def test_cli_encode_writes_embeddings_of_every_line(tiny, tmp_path):
 @pytest.mark.slow
 def test_encode_takes_any_tf_hub_encoder_and_preprocessor_pair(tmp_path):
   """A Model Garden BERT export (export_tfhub_lib) works as --model."""
-  from official.nlp.tools import export_tfhub_lib  # pylint: disable=g-import-not-at-top
   config = encoders.EncoderConfig(type="bert", bert=encoders.BertEncoderConfig(
       vocab_size=cmlm_experiments.vocab_size_of(VOCAB), hidden_size=16,
       num_layers=1, num_attention_heads=2, intermediate_size=32))

@@ -11,7 +11,7 @@ import tensorflow as tf
 from export import atomic
 from export import encode
 from export import exporter
-from export import serving
+from export import preprocessor as preprocessor_lib
 from tests import test_export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow
@@ -84,7 +84,8 @@ def test_a_failure_while_writing_leaves_nothing_behind(
     tiny, tmp_path, monkeypatch):
   def fail(*args, **kwargs):
     raise RuntimeError("disk full")
-  monkeypatch.setattr(serving, "export_text_embedding", fail)
+  # The encoder is written by then; it must go too.
+  monkeypatch.setattr(preprocessor_lib, "save_preprocessor", fail)
   export_dir = str(tmp_path / "export")
   with pytest.raises(RuntimeError, match="disk full"):
     exporter.export_run(tiny.model_dir, export_dir)
@@ -94,8 +95,9 @@ def test_a_failure_while_writing_leaves_nothing_behind(
 
 def test_existing_versions_are_kept_unless_overwrite(tiny, tmp_path):
   export_dir = str(tmp_path / "export")
-  first = exporter.export_run(tiny.model_dir, export_dir)
-  saved = os.path.join(first.encoder_dir, "saved_model.pb")
+  shutil.copytree(tiny.result.export_dir, export_dir)
+  first = tiny.result
+  saved = os.path.join(export_dir, "encoder", "saved_model.pb")
   stamp = os.stat(saved).st_mtime_ns
   with pytest.raises(FileExistsError, match="--overwrite"):
     exporter.export_run(tiny.model_dir, export_dir)

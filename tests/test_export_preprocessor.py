@@ -11,6 +11,7 @@ from data_pipelines import tokenization
 from experiments import cmlm_experiments
 from export import preprocessor as preprocessor_lib
 from official.nlp.modeling import layers
+from official.nlp.tools import export_tfhub_lib
 from tests import test_export_helpers as export_helpers
 
 VOCAB = cmlm_experiments.EMBEDDED_VOCAB
@@ -107,8 +108,7 @@ def test_seq_length_too_short_for_the_special_tokens_is_refused(loaded):
 
 @pytest.mark.slow
 def test_interchangeable_with_model_gardens_bert_preprocessor(loaded, tmp_path):
-  """export_tfhub_lib's preprocessor for the same vocabulary agrees with ours."""
-  from official.nlp.tools import export_tfhub_lib  # pylint: disable=g-import-not-at-top
+  """Model Garden's export_tfhub_lib preprocessor agrees with ours."""
   path = str(tmp_path / "model_garden")
   export_tfhub_lib.export_preprocessing(
       path, vocab_file=VOCAB, do_lower_case=True, tokenize_with_offsets=False,
