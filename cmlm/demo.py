@@ -33,13 +33,16 @@ NUM_QUERIES = 4
 NUM_NEIGHBOURS = 3
 
 
-def embed(encoder, tokenizer, sentences, batch_size=256) -> np.ndarray:
-  """L2-normalised sentence embeddings `[len(sentences), hidden]`."""
+def embed(encoder, tokenizer, sentences, batch_size=256,
+          normalize=True) -> np.ndarray:
+  """Sentence embeddings `[len(sentences), hidden]`, L2-normalised or not."""
   vectors = []
   for start in range(0, len(sentences), batch_size):
     batch = tf.constant(sentences[start:start + batch_size])
     vectors.append(encoder(tokenizer.tokenize_and_pack(batch))["default"])
   vectors = np.concatenate(vectors)
+  if not normalize:
+    return vectors
   return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
