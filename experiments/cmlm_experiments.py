@@ -9,11 +9,19 @@ for people who prefer to read or copy them).
 - `cmlm/en_base`: the English recipe of section 3 — BERT-base, N=15, sequence
   length 256, 80 masked tokens, global batch 2048, LAMB at 1e-3 (beta1 0.9,
   beta2 0.999), 10k warm-up steps then linear decay over 1M steps.
+- `cmlm/multilingual`, `cmlm/multilingual_cmlm_br`, `cmlm/multilingual_br`:
+  section 4's stages (CMLM; CMLM + 0.2 BR; BR alone), chained by
+  `python -m cmlm stages --schedule=s1|s2|s3` (cmlm/stages.py).
+- `cmlm/xnli`: cross-lingual NLI fine-tuning (section 4.3).
 """
 import os
 
+from cmlm import cmlm_bitext_task
 from cmlm import cmlm_task
+from cmlm import nli_task
+from data_pipelines import bitext_dataloader
 from data_pipelines import cmlm_dataloader
+from data_pipelines import nli_data
 from modeling import model_builder
 from official.core import config_definitions as cfg
 from official.core import exp_factory
@@ -109,4 +117,70 @@ def cmlm_en_base() -> cfg.ExperimentConfig:
               beta_1=0.9, beta_2=0.999, weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
       runtime=cfg.RuntimeConfig(distribution_strategy="tpu"),
+      restrictions=["task.train_data.is_training != None"])
+
+
+def _multilingual(cmlm_weight: float, bitext_weight: float,
+                  train_steps: int) -> cfg.ExperimentConfig:
+  """Section 4.4: BERT-base, cased multilingual vocabulary, N=15, B=2048."""
+  params = cmlm_en_base()
+  data = params.task.train_data
+  data.lower_case = False
+  params.task = cmlm_bitext_task.CmlmBitextTaskConfig(
+      model=params.task.model, train_data=data,
+      validation_data=params.task.validation_data,
+      bitext_data=bitext_dataloader.BitextDataConfig(
+          lower_case=False, seq_length=data.seq_length,
+          global_batch_size=2048, is_training=True),
+      cmlm_weight=cmlm_weight, bitext_weight=bitext_weight, margin=0.3)
+  # The paper's multilingual vocabulary has 501,153 tokens.
+  params.task.model.encoder.vocab_size = 501_153
+  params.task.validation_data.lower_case = False
+  params.trainer.train_steps = train_steps
+  params.trainer.optimizer_config.learning_rate.polynomial.decay_steps = (
+      train_steps)
+  return params
+
+
+@exp_factory.register_config_factory("cmlm/multilingual")
+def cmlm_multilingual() -> cfg.ExperimentConfig:
+  """Multilingual CMLM alone (2M steps); stage 1 of S2 and S3 (1.5M)."""
+  return _multilingual(1.0, 0.0, 2_000_000)
+
+
+@exp_factory.register_config_factory("cmlm/multilingual_cmlm_br")
+def cmlm_multilingual_cmlm_br() -> cfg.ExperimentConfig:
+  """CMLM + alpha BR (alpha=0.2): S1 from the start, or stage 2 of S3."""
+  return _multilingual(1.0, 0.2, 1_000_000)
+
+
+@exp_factory.register_config_factory("cmlm/multilingual_br")
+def cmlm_multilingual_br() -> cfg.ExperimentConfig:
+  """Bitext retrieval alone: stage 2 of S2."""
+  return _multilingual(0.0, 1.0, 1_000_000)
+
+
+@exp_factory.register_config_factory("cmlm/xnli")
+def cmlm_xnli() -> cfg.ExperimentConfig:
+  """Cross-lingual NLI fine-tuning (4.3) of a multilingual CMLM encoder.
+
+  Give `task.init_checkpoint` (a CMLM model_dir) and the data:
+  `task.train_data.input_path=en=mnli_en.tsv,de=mnli_de.tsv,...`.
+  """
+  base = _multilingual(1.0, 0.0, 1)
+  data = lambda training: nli_data.NliDataConfig(
+      lower_case=False, seq_length=128, global_batch_size=128,
+      is_training=training)
+  return cfg.ExperimentConfig(
+      task=nli_task.NliTaskConfig(model=base.task.model,
+                                  train_data=data(True),
+                                  validation_data=data(False)),
+      trainer=cfg.TrainerConfig(
+          train_steps=30_000, steps_per_loop=500, checkpoint_interval=5000,
+          validation_interval=5000, validation_steps=50,
+          optimizer_config=_optimization(
+              "adamw", 2e-5, warmup_steps=3000, decay_steps=30_000,
+              weight_decay_rate=0.01,
+              exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
+      runtime=cfg.RuntimeConfig(distribution_strategy="mirrored"),
       restrictions=["task.train_data.is_training != None"])
