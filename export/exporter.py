@@ -13,7 +13,10 @@ the version is the checkpoint's step unless `--version` says otherwise. The
 checkpoint is read and every model built before anything is written; the
 three directories are then written to temporary directories and renamed into
 place together (`export.atomic`), and none replaces an existing one without
-`--overwrite`.
+`--overwrite`. Exporting a later checkpoint into the same `--export_dir` with
+`--overwrite` replaces encoder/ and preprocessor/ and adds its serving
+version beside the older ones, which TF Serving keeps or retires by its own
+version policy.
 """
 import contextlib
 import dataclasses
