@@ -45,6 +45,8 @@ class ProgressReporter:
         self.first_loss = self.last_loss
     for key, label in (("training_loss", "loss"),
                        ("masked_lm_accuracy", "mlm acc"),
+                       ("bitext_accuracy", "bitext acc"),
+                       ("nli_accuracy", "nli acc"),
                        ("examples_per_second", "ex/s"),
                        ("learning_rate", "lr")):
       if key in output:
