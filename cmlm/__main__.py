@@ -8,6 +8,9 @@ Commands:
   export  write a checkpoint as TF-Hub encoder + preprocessor and a TF Serving
           text-to-embedding SavedModel (see export/exporter.py)
   encode  embed a file of sentences with an exported model (export/encode.py)
+  import  pretrained BERT weights (Hugging Face, sentence-transformers, Model
+          Garden, TF-Hub) as a training run at step 0, ready to export or
+          to train from (modeling/importers/importer.py)
 
 Run `python -m cmlm COMMAND --help` for a command's flags. Errors in what you
 give (a path, a file, a config value) print one line and exit with status 2;
@@ -27,7 +30,7 @@ from absl import logging
 
 from official.common import flags as tfm_flags
 
-COMMANDS = ("train", "demo", "vocab", "export", "encode")
+COMMANDS = ("train", "demo", "vocab", "export", "encode", "import")
 
 tfm_flags.define_flags()
 flags.DEFINE_enum("strategy", None, ["one_device", "mirrored",
@@ -59,6 +62,18 @@ flags.DEFINE_string("model", None, "encode: an export directory (encoder/ + "
                     "preprocessor/), a text-to-embedding SavedModel, or a TF "
                     "Serving base path.")
 flags.DEFINE_integer("batch_size", 256, "encode: sentences per batch.")
+flags.DEFINE_string("source", None, "import: a Hugging Face BERT directory "
+                    "(config.json, weights, vocab.txt), a Model Garden "
+                    "checkpoint or a TF-Hub BERT SavedModel; --model_dir is "
+                    "where the imported run goes (--lower_case and "
+                    "--overwrite apply when given).")
+flags.DEFINE_enum("format", None, ["huggingface", "model_garden"],
+                  "import: the kind of --source (default: guessed).")
+flags.DEFINE_string("vocab_file", None, "import: the WordPiece vocabulary, "
+                    "when --source does not hold one.")
+flags.DEFINE_integer("seq_length", None, "import: the longest sequence, "
+                     "[CLS] and [SEP] included (default: the source's, "
+                     "else 256).")
 FLAGS = flags.FLAGS
 
 
@@ -83,6 +98,9 @@ def _run_command(command: str):
   elif command == "encode":
     from export import encode
     encode.main(FLAGS)
+  elif command == "import":
+    from modeling.importers import importer
+    importer.main(FLAGS)
 
 
 def main(argv):

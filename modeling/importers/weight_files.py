@@ -1,0 +1,93 @@
+"""Reads a Hugging Face checkpoint's tensors into NumPy arrays.
+
+Two formats hold a Hugging Face model's weights:
+
+* `model.safetensors` (or shards listed in `model.safetensors.index.json`):
+  an 8-byte little-endian header length, a JSON header naming each tensor's
+  dtype, shape and byte range, then the raw little-endian buffers. It is read
+  with NumPy alone (the `safetensors` package is not needed at run time), so
+  importing never depends on PyTorch.
+* `pytorch_model.bin`: a pickled PyTorch state dict, readable only with
+  PyTorch; it is accepted when `torch` can be imported.
+"""
+import json
+import os
+from typing import Dict
+
+import numpy as np
+
+SAFETENSORS = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+PYTORCH_BIN = "pytorch_model.bin"
+
+# safetensors dtype names -> NumPy little-endian dtypes. BF16 has no NumPy
+# dtype: its 16 bits are the high half of a float32.
+_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8",
+           "I32": "<i4", "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
+
+
+def read_safetensors(path: str) -> Dict[str, np.ndarray]:
+  """All tensors of one .safetensors file, by name (float types as given)."""
+  with open(path, "rb") as f:
+    data = f.read()
+  if len(data) < 8:
+    raise ValueError(f"{path} is not a safetensors file (too short).")
+  header_length = int.from_bytes(data[:8], "little")
+  if not 2 <= header_length <= len(data) - 8:
+    raise ValueError(f"{path} is not a safetensors file (bad header length "
+                     f"{header_length}).")
+  try:
+    header = json.loads(data[8:8 + header_length])
+  except (UnicodeDecodeError, json.JSONDecodeError):
+    raise ValueError(f"{path} is not a safetensors file (its header is not "
+                     "JSON).") from None
+  buffer = memoryview(data)[8 + header_length:]
+  tensors = {}
+  for name, entry in header.items():
+    if name == "__metadata__":
+      continue
+    start, end = entry["data_offsets"]
+    raw = buffer[start:end]
+    if entry["dtype"] == "BF16":
+      bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
+      array = bits.view(np.float32)
+    elif entry["dtype"] in _DTYPES:
+      array = np.frombuffer(raw, _DTYPES[entry["dtype"]])
+    else:
+      raise ValueError(f"{path}: tensor {name} has the unsupported dtype "
+                       f"{entry['dtype']}.")
+    tensors[name] = array.reshape(entry["shape"])
+  return tensors
+
+
+def read_pytorch_bin(path: str) -> Dict[str, np.ndarray]:
+  """A pickled PyTorch state dict, when PyTorch is installed."""
+  try:
+    import torch  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ValueError(
+        f"{path} is a PyTorch pickle and reading it needs PyTorch, which is "
+        "not installed; install torch, or convert the checkpoint to "
+        "model.safetensors.") from None
+  state = torch.load(path, map_location="cpu", weights_only=True)
+  return {name: tensor.float().numpy() if tensor.is_floating_point()
+          else tensor.numpy() for name, tensor in state.items()}
+
+
+def read_weights(model_dir: str) -> Dict[str, np.ndarray]:
+  """The tensors of a Hugging Face model directory, safetensors first."""
+  index = os.path.join(model_dir, SAFETENSORS_INDEX)
+  if os.path.isfile(os.path.join(model_dir, SAFETENSORS)):
+    return read_safetensors(os.path.join(model_dir, SAFETENSORS))
+  if os.path.isfile(index):
+    with open(index, encoding="utf-8") as f:
+      shards = sorted(set(json.load(f)["weight_map"].values()))
+    tensors = {}
+    for shard in shards:
+      tensors.update(read_safetensors(os.path.join(model_dir, shard)))
+    return tensors
+  if os.path.isfile(os.path.join(model_dir, PYTORCH_BIN)):
+    return read_pytorch_bin(os.path.join(model_dir, PYTORCH_BIN))
+  raise FileNotFoundError(
+      f"{model_dir} holds no weights: expected {SAFETENSORS}, "
+      f"{SAFETENSORS_INDEX} or {PYTORCH_BIN}.")
