@@ -1,0 +1,57 @@
+"""`python -m cmlm pcr`: fit each language's principal component (5.2).
+
+  python -m cmlm pcr --model_dir=RUN --input=en=sample.en,de=sample.de \
+      [--sample_size=1000]
+
+Each input file holds sentences of one language, one a line (the first
+`--sample_size` non-empty lines are used). The trained encoder embeds them, and
+each language's first principal component is written to
+`RUN/pcr_components.json`, where `python -m cmlm export` finds it and adds the
+`serving_pcr` signature (sentences + language codes) to the serving model.
+"""
+from typing import Dict, List
+
+from cmlm import demo
+from data_pipelines import multilingual_vocab
+from data_pipelines import tokenization
+from export import checkpoint as checkpoint_lib
+from export import encode
+from modeling import principal_component_removal as pcr
+
+
+def read_samples(spec: str, sample_size: int) -> Dict[str, List[str]]:
+  """{language: up to sample_size non-empty lines} of 'lang=file,...'."""
+  samples = {}
+  for lang, path in multilingual_vocab.parse_language_corpora(spec).items():
+    lines = [s for s in encode.read_sentences(path) if s.strip()]
+    if len(lines) < 2:
+      raise ValueError(f"{path} has {len(lines)} non-empty line(s); fitting "
+                       f"the component of {lang!r} needs 2 or more.")
+    samples[lang] = lines[:sample_size]
+  return samples
+
+
+def fit_for_model(model_dir: str, spec: str, sample_size: int = 1000,
+                  checkpoint: str = None) -> pcr.LanguageComponents:
+  """Fits and saves the components of the model trained in `model_dir`."""
+  if not spec:
+    raise ValueError("pcr needs --input=LANG=FILE,LANG=FILE (sentences of "
+                     "each language, one a line).")
+  samples = read_samples(spec, sample_size)
+  params = checkpoint_lib.load_params(model_dir)
+  model = checkpoint_lib.restore_model(
+      params, checkpoint_lib.find_checkpoint(model_dir, checkpoint))
+  data = params.task.train_data
+  tokenizer = tokenization.WordPieceTokenizer(data.vocab_file,
+                                              data.seq_length,
+                                              data.lower_case)
+  embeddings = {}
+  for lang, sentences in samples.items():
+    print(f"{lang}: embedding {len(sentences)} sentences", flush=True)
+    embeddings[lang] = demo.embed(model.encoder, tokenizer, sentences,
+                                  normalize=False)
+  components = pcr.LanguageComponents.fit(embeddings)
+  path = components.save(model_dir)
+  print(f"Wrote the principal components of {', '.join(components.languages)}"
+        f" to {path}", flush=True)
+  return components
