@@ -6,6 +6,10 @@ checkpoints `ckpt-N` holding `model=` (the whole `ConditionalMaskedLM`),
 `encoder=`, `projection_head=`, `optimizer=` and `global_step=`. This module
 turns them back into a CMLM model with the trained weights, or says clearly
 why it cannot, before anything is written.
+
+Runs of the multitask task (`model=` is a `CmlmBitextModel` wrapping the CMLM
+model as `cmlm`) and of NLI fine-tuning (`model=` is an `NliModel`; only its
+`encoder` is a CMLM part) are read too.
 """
 import os
 from typing import Optional
@@ -14,7 +18,9 @@ import tensorflow as tf
 import tf_keras
 import yaml
 
+from cmlm import cmlm_bitext_task
 from cmlm import cmlm_task
+from cmlm import nli_task
 from modeling import model_builder
 from official.core import config_definitions as cfg
 from official.modeling import hyperparams
@@ -33,13 +39,33 @@ def load_params(model_dir: str) -> cfg.ExperimentConfig:
     raise FileNotFoundError(
         f"{path} does not exist; --model_dir must be the directory that "
         "`python -m cmlm train` wrote (it holds params.yaml and ckpt-N).")
-  params = cfg.ExperimentConfig(task=cmlm_task.CmlmTaskConfig())
   try:
+    with tf.io.gfile.GFile(path) as f:
+      task = (yaml.safe_load(f) or {}).get("task") or {}
+    params = cfg.ExperimentConfig(task=_task_config_class(task)())
     return hyperparams.override_params_dict(params, path, is_strict=True)
   except (KeyError, ValueError, TypeError, AttributeError,
           yaml.YAMLError) as error:
     raise ValueError(f"{path} is not the config of a CMLM experiment: "
                      f"{error}") from None
+
+
+def _task_config_class(task: dict):
+  """The task config class that wrote a params.yaml's `task` section."""
+  if "bitext_data" in task:
+    return cmlm_bitext_task.CmlmBitextTaskConfig
+  if "num_classes" in task:
+    return nli_task.NliTaskConfig
+  return cmlm_task.CmlmTaskConfig
+
+
+def _checkpointed_model(params: cfg.ExperimentConfig, model):
+  """What `model=` was in the run's checkpoint, around our CMLM model."""
+  if isinstance(params.task, cmlm_bitext_task.CmlmBitextTaskConfig):
+    return tf.train.Checkpoint(cmlm=model)
+  if isinstance(params.task, nli_task.NliTaskConfig):
+    return tf.train.Checkpoint(encoder=model.encoder)
+  return model
 
 
 def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None) -> str:
@@ -86,7 +112,8 @@ def restore_model(params: cfg.ExperimentConfig,
       params.task.model, seq_length=params.task.train_data.seq_length)
   model(dummy_features(params))  # creates every variable, MLM head included
   try:
-    status = tf.train.Checkpoint(model=model).restore(checkpoint_path)
+    status = tf.train.Checkpoint(
+        model=_checkpointed_model(params, model)).restore(checkpoint_path)
     status.expect_partial().assert_existing_objects_matched()
   except _READ_ERRORS as error:
     raise ValueError(_unreadable(checkpoint_path, error)) from None
@@ -97,7 +124,8 @@ def dummy_features(params: cfg.ExperimentConfig, batch_size: int = 1):
   """A batch of CMLM features of the experiment's shapes, to build a model."""
   data = params.task.train_data
   ids = tf.ones([batch_size, data.seq_length], tf.int32)
-  positions = tf.ones([batch_size, data.max_predictions_per_seq], tf.int32)
+  predictions = getattr(data, "max_predictions_per_seq", 1)  # NLI has none
+  positions = tf.ones([batch_size, predictions], tf.int32)
   features = {}
   for prefix in ("s1_", "s2_"):
     features.update({f"{prefix}input_word_ids": ids,
