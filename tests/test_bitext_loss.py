@@ -87,14 +87,13 @@ def _loss_and_gradient(strategy, source, target):
   return float(loss), gradient.numpy()
 
 
-def test_two_replicas_with_half_batches_equal_one_replica_with_the_batch():
+def test_two_replicas_with_half_batches_equal_one_replica_with_the_batch(
+    two_cpu_strategies):
   """Negatives come from the global batch, gathered across replicas."""
-  devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+  one_device, mirrored = two_cpu_strategies
   source, target = _vectors(batch=8)
-  one_loss, one_gradient = _loss_and_gradient(
-      tf.distribute.OneDeviceStrategy(devices[0]), source, target)
-  two_loss, two_gradient = _loss_and_gradient(
-      tf.distribute.MirroredStrategy(devices), source, target)
+  one_loss, one_gradient = _loss_and_gradient(one_device, source, target)
+  two_loss, two_gradient = _loss_and_gradient(mirrored, source, target)
   assert two_loss == pytest.approx(one_loss, rel=1e-5)
   np.testing.assert_allclose(two_gradient, one_gradient, rtol=1e-4, atol=1e-6)
   per_replica_only = (

@@ -42,17 +42,15 @@ def _one_step(strategy, features, initial_weights):
   return float(loss), [w.numpy() for w in model.trainable_weights]
 
 
-def test_mirrored_over_two_cpus_equals_one_device_for_the_same_global_batch():
-  devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
-  assert len(devices) == 2, "conftest.py splits the CPU into two devices"
+def test_mirrored_over_two_cpus_equals_one_device_for_the_same_global_batch(
+    two_cpu_strategies):
+  one_device, mirrored = two_cpu_strategies
   features = _uneven_batch()
   reference = cmlm_task.CmlmTask(helpers.tiny_task_config()).build_model()
   reference(features)
   initial = reference.get_weights()
-  one_loss, one_weights = _one_step(
-      tf.distribute.OneDeviceStrategy(devices[0]), features, initial)
-  two_loss, two_weights = _one_step(
-      tf.distribute.MirroredStrategy(devices), features, initial)
+  one_loss, one_weights = _one_step(one_device, features, initial)
+  two_loss, two_weights = _one_step(mirrored, features, initial)
   assert two_loss == pytest.approx(one_loss, rel=1e-5)
   for one, two in zip(one_weights, two_weights):
     np.testing.assert_allclose(two, one, atol=2e-6)
