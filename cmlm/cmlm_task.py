@@ -58,7 +58,15 @@ class CmlmTask(base_task.Task):
         config.model, seq_length=config.train_data.seq_length)
 
   def build_inputs(self, params, input_context=None):
-    return cmlm_dataloader.CmlmDataLoader(params).load(input_context)
+    loader = cmlm_dataloader.CmlmDataLoader(params)
+    dataset = loader.load(input_context)
+    if loader.corpus_stats is not None:
+      # Shown on the console: how much of the corpus became sentence pairs
+      # (single-sentence documents are skipped and counted, not an error).
+      role = "training" if params.is_training else "validation"
+      print(f"CMLM {role} data ({params.input_path or params.tfds_name}, "
+            f"split {params.split!r}): {loader.corpus_stats}", flush=True)
+    return dataset
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
     weights = tf.cast(labels["masked_lm_weights"], tf.float32)
