@@ -49,7 +49,14 @@ class TextEmbedding(tf.Module):
   @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def __call__(self, sentences):
     """`[batch]` strings -> float32 `[batch, hidden]`."""
-    embedding = self._encode(self.preprocessor(sentences))
+    inputs = self.preprocessor(sentences)  # padded to the training length
+    # Padding is masked out of attention and pooling, so the encoder need
+    # only read as far as the batch's longest sentence: a batch of short
+    # sentences costs a fraction of the full seq_length.
+    longest = tf.maximum(
+        tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
+    inputs = {name: ids[:, :longest] for name, ids in inputs.items()}
+    embedding = self._encode(inputs)
     if self.normalize:
       embedding = tf.math.l2_normalize(embedding, axis=-1)
     return embedding
