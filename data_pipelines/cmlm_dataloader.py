@@ -52,12 +52,16 @@ class CmlmDataConfig(cfg.DataConfig):
   selects documents by a hash of their text: 'train' and 'heldout' partition
   them with `heldout_percent` percent held out; 'all' keeps every document.
   Text and TFDS sources are shuffled in full; TFRecords use
-  `shuffle_buffer_size`.
+  `shuffle_buffer_size`. `text_normalization` is "tf_text" (TF Text's BERT
+  tokenizer, as TF-Hub's preprocessors) or "huggingface" (as Hugging Face's
+  BERT tokenizers, for models imported from there); see
+  `tokenization.huggingface_normalize`.
   """
   input_path: str = ''
   text_feature: str = 'text'
   vocab_file: str = ''
   lower_case: bool = True
+  text_normalization: str = 'tf_text'
   seq_length: int = 64
   max_predictions_per_seq: int = 20
   masking_rate: float = 80 / 256
@@ -87,6 +91,10 @@ def validate_config(params: CmlmDataConfig) -> None:
     fail(str(e))
   if params.split == 'heldout' and params.heldout_percent == 0:
     fail("split='heldout' with heldout_percent=0 selects no documents.")
+  if params.text_normalization not in tokenization.TEXT_NORMALIZATIONS:
+    fail(f'text_normalization must be one of '
+         f'{", ".join(tokenization.TEXT_NORMALIZATIONS)}, got '
+         f'{params.text_normalization!r}.')
   if params.seq_length < 3:
     fail(f'seq_length={params.seq_length} leaves no room for a token between '
          '[CLS] and [SEP]; use 3 or more.')
@@ -234,7 +242,8 @@ class _CmlmFeatures:
     self._batch_size = batch_size
     self._pipeline_id = pipeline_id
     self.tokenizer = tokenization.WordPieceTokenizer(
-        params.vocab_file, params.seq_length, params.lower_case)
+        params.vocab_file, params.seq_length, params.lower_case,
+        text_normalization=params.text_normalization)
 
   def _seeds(self, batch_index):
     """Two stateless seeds per batch when `params.seed` is set, else None."""

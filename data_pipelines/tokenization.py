@@ -9,6 +9,12 @@ TF-Hub encoder inputs `input_word_ids`, `input_mask` and `input_type_ids`.
 table is created once, in `__init__`, and is tracked as a SavedModel asset.
 Truncation is plain ragged slicing, not TF Text's `RoundRobinTrimmer`, whose
 op is missing from TF Serving.
+
+`text_normalization` says how text is cleaned and cased before WordPiece:
+"tf_text" is TF Text's `BertTokenizer` (as in TF-Hub's BERT preprocessors:
+NFKC case folding, control characters split words); "huggingface" is BERT's
+reference tokenizer as Hugging Face's `BertTokenizerFast` runs it, which
+models imported from Hugging Face were trained with (`huggingface_normalize`).
 """
 from typing import Dict
 
@@ -16,6 +22,31 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from data_pipelines import vocabulary
+
+TEXT_NORMALIZATIONS = ('tf_text', 'huggingface')
+
+
+def huggingface_normalize(sentences: tf.Tensor, lower_case: bool) -> tf.Tensor:
+  """Hugging Face's `BertNormalizer`, in-graph, before TF Text's WordPiece.
+
+  Its output goes to `tf_text.BertTokenizer(lower_case=False)`, which then
+  only splits words and punctuation and applies WordPiece.
+
+  Control and format characters are dropped (not turned into spaces) and all
+  whitespace becomes a space; uncased, accents are stripped (NFD, then
+  nonspacing marks removed) and each character is lower-cased on its own, so
+  unlike TF Text's NFKC case folding 'ß', 'ﬁ', '①' and a final 'ς' stay as
+  they are, as they were when the model's vocabulary and weights were made.
+  """
+  sentences = tf.strings.regex_replace(sentences, r'[\t\n\r\p{Z}]', ' ')
+  sentences = tf.strings.regex_replace(sentences, r'[\p{C}\x{FFFD}]', '')
+  if lower_case:
+    sentences = tf_text.normalize_utf8(sentences, 'NFD')
+    sentences = tf.strings.regex_replace(sentences, r'\p{Mn}', '')
+    # Per character: no final-sigma rule, as Hugging Face's Rust normalizer.
+    sentences = tf.strings.regex_replace(sentences, 'Σ', 'σ')
+    sentences = tf.strings.lower(sentences, encoding='utf-8')
+  return sentences
 
 
 class WordPieceTokenizer(tf.Module):
@@ -28,8 +59,13 @@ class WordPieceTokenizer(tf.Module):
   """
 
   def __init__(self, vocab_file: str, seq_length: int, lower_case: bool = True,
-               name: str = 'wordpiece_tokenizer'):
+               name: str = 'wordpiece_tokenizer',
+               text_normalization: str = 'tf_text'):
     super().__init__(name=name)
+    if text_normalization not in TEXT_NORMALIZATIONS:
+      raise ValueError(f'text_normalization must be one of '
+                       f'{", ".join(TEXT_NORMALIZATIONS)}, got '
+                       f'{text_normalization!r}.')
     if seq_length < 3:
       raise ValueError(f'seq_length={seq_length} leaves no room for a token '
                        'between [CLS] and [SEP]; use 3 or more.')
@@ -38,6 +74,7 @@ class WordPieceTokenizer(tf.Module):
     self.vocab_size = len(vocab)
     self.seq_length = seq_length
     self.lower_case = lower_case
+    self.text_normalization = text_normalization
     self.pad_id = ids[vocabulary.PAD]
     self.unk_id = ids[vocabulary.UNK]
     self.cls_id = ids[vocabulary.CLS]
@@ -52,7 +89,8 @@ class WordPieceTokenizer(tf.Module):
     self._vocab_table = tf.lookup.StaticHashTable(initializer, default_value=-1)
     self._bert_tokenizer = tf_text.BertTokenizer(
         self._vocab_table, token_out_type=tf.int64,
-        unknown_token=vocabulary.UNK, lower_case=lower_case)
+        unknown_token=vocabulary.UNK,
+        lower_case=lower_case and text_normalization == 'tf_text')
 
   @property
   def special_token_ids(self):
@@ -61,6 +99,8 @@ class WordPieceTokenizer(tf.Module):
 
   def tokenize(self, sentences: tf.Tensor) -> tf.RaggedTensor:
     """Maps string sentences [batch] to ragged wordpiece ids [batch, (tokens)]."""
+    if self.text_normalization == 'huggingface':
+      sentences = huggingface_normalize(sentences, self.lower_case)
     # [batch, (words), (wordpieces)] -> [batch, (tokens)]
     token_ids = self._bert_tokenizer.tokenize(sentences).merge_dims(-2, -1)
     return tf.cast(token_ids, tf.int32)

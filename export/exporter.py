@@ -97,7 +97,8 @@ def export_run(model_dir: str, export_dir: str,
   encoder_model = encoder_lib.build_export_encoder(model, export_mlm)
   preprocessor = preprocessor_lib.Preprocessor(data.vocab_file,
                                                data.lower_case,
-                                               data.seq_length)
+                                               data.seq_length,
+                                               data.text_normalization)
   # The serving model gets its own functional model over the same layers,
   # without the MLM head.
   serving_encoder = encoder_lib.build_export_encoder(model)
@@ -147,7 +148,8 @@ def export_and_reload(model_dir: str, in_memory_encoder, sentences,
   result = export_run(model_dir, export_dir, overwrite=True)
   data = checkpoint_lib.load_params(model_dir).task.train_data
   tokenizer = tokenization.WordPieceTokenizer(
-      data.vocab_file, data.seq_length, lower_case=data.lower_case)
+      data.vocab_file, data.seq_length, lower_case=data.lower_case,
+      text_normalization=data.text_normalization)
   batch = tf.constant(list(sentences))
   preprocess = hub.KerasLayer(result.preprocessor_dir)
   encode = hub.KerasLayer(result.encoder_dir)

@@ -21,6 +21,7 @@ missing from TF Serving (tensorflow/serving#2267).
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from data_pipelines import tokenization
 from data_pipelines import vocabulary
 
 STRING_BATCH = tf.TensorSpec([None], tf.string, name="sentences")
@@ -95,8 +96,10 @@ class _Tokenize(tf.Module):
   """
 
   def __init__(self, vocab_file: str, lower_case: bool,
-               special_tokens: dict):
+               special_tokens: dict, text_normalization: str = "tf_text"):
     super().__init__(name="tokenize")
+    self._lower_case = lower_case
+    self._huggingface = text_normalization == "huggingface"
     # As data_pipelines.tokenization.WordPieceTokenizer: a hash table that
     # answers -1 for a missing key, read from the vocabulary (an asset).
     initializer = tf.lookup.TextFileInitializer(
@@ -106,13 +109,17 @@ class _Tokenize(tf.Module):
     self._vocab_table = tf.lookup.StaticHashTable(initializer, -1)
     self._bert_tokenizer = tf_text.BertTokenizer(
         self._vocab_table, token_out_type=tf.int64,
-        unknown_token=vocabulary.UNK, lower_case=lower_case)
+        unknown_token=vocabulary.UNK,
+        lower_case=lower_case and not self._huggingface)
     special = {key: tf.constant(value) for key, value in special_tokens.items()}
     self.get_special_tokens_dict = tf.function(lambda: special,
                                                input_signature=[])
 
   @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def __call__(self, sentences):
+    if self._huggingface:
+      sentences = tokenization.huggingface_normalize(sentences,
+                                                     self._lower_case)
     return tf.cast(self._bert_tokenizer.tokenize(sentences), tf.int32)
 
 
@@ -148,9 +155,12 @@ class Preprocessor(tf.Module):
     vocab_file: the WordPiece vocabulary the model was trained with.
     lower_case: whether training lower-cased the text (uncased models).
     seq_length: the packed length of a plain call (the training length).
+    text_normalization: "tf_text" or "huggingface", as in training
+      (`data_pipelines.tokenization`).
   """
 
-  def __init__(self, vocab_file: str, lower_case: bool, seq_length: int):
+  def __init__(self, vocab_file: str, lower_case: bool, seq_length: int,
+               text_normalization: str = "tf_text"):
     super().__init__(name="preprocessor")
     vocab = vocabulary.load_vocab(vocab_file)  # one clear error if unusable
     if seq_length < 3:
@@ -166,7 +176,12 @@ class Preprocessor(tf.Module):
                                      name="do_lower_case")
     self.seq_length = tf.Variable(seq_length, trainable=False,
                                   name="seq_length")
-    self.tokenize = _Tokenize(vocab_file, lower_case, special_tokens)
+    if text_normalization not in tokenization.TEXT_NORMALIZATIONS:
+      raise ValueError(f"text_normalization must be one of "
+                       f"{', '.join(tokenization.TEXT_NORMALIZATIONS)}, got "
+                       f"{text_normalization!r}.")
+    self.tokenize = _Tokenize(vocab_file, lower_case, special_tokens,
+                              text_normalization)
     self.bert_pack_inputs = _BertPackInputs(seq_length, special_tokens)
 
   @tf.function(input_signature=[STRING_BATCH], autograph=False)

@@ -48,6 +48,8 @@ class ImportedEncoder:
     encoder: the transformer's architecture.
     vocab_file: the WordPiece vocabulary the source was trained with.
     lower_case: whether its tokenizer lower-cases (an uncased model).
+    text_normalization: how its tokenizer cleans text: "tf_text" or
+      "huggingface" (`data_pipelines.tokenization`).
     pooling: "mean", "cls" or "max".
     seq_length: the longest token sequence the source reads ([CLS] and
       [SEP] included), or None for the default.
@@ -57,6 +59,7 @@ class ImportedEncoder:
   encoder: encoders.BertEncoderConfig
   vocab_file: str
   lower_case: bool
+  text_normalization: str = "tf_text"
   pooling: str = "mean"
   seq_length: Optional[int] = None
   source: str = ""

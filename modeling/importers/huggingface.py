@@ -21,6 +21,10 @@ Model Garden gives it ("gelu" is the tanh approximation, off by at most 4.7e-4;
 on all-MiniLM-L6-v2 the embeddings stay within cosine 0.999996), so "gelu"
 is used and HF's "gelu_new" / "gelu_pytorch_tanh" map to it exactly.
 LayerNorm epsilon: Model Garden's BERT uses 1e-12, HF BERT's default.
+Tokenization: the model_dir asks for `text_normalization="huggingface"`, so
+training and the exported preprocessor clean and lower-case text as HF's
+`BertTokenizerFast` does (TF Text's NFKC case folding would turn a final 'ς'
+into 'σ', 'ß' into 'ss', and give other ids).
 """
 import json
 import os
@@ -210,6 +214,7 @@ def read_huggingface(model_dir: str, vocab_file: Optional[str] = None,
                             "directory needs its WordPiece vocab.txt.")
   return encoder_weights.ImportedEncoder(
       weights=weights, encoder=encoder, vocab_file=vocab_file,
-      lower_case=lower_case, pooling=_pooling(model_dir),
+      lower_case=lower_case, text_normalization="huggingface",
+      pooling=_pooling(model_dir),
       seq_length=sentence_bert.get("max_seq_length"),
-      source=f"Hugging Face {config.get('_name_or_path') or model_dir}")
+      source=f"Hugging Face model {model_dir}")

@@ -10,12 +10,12 @@
 `vocab.txt`, sentence-transformers' files too) or a Model Garden checkpoint /
 TF-Hub BERT SavedModel (`--format` picks when the guess is not enough). The
 model_dir written looks like a training run at step 0: `params.yaml` (the
-`cmlm/en_base` recipe with the source's encoder, vocabulary, casing, pooling
-and sequence length), `vocab.txt`, and `ckpt-0` holding the whole CMLM model
-(`model=`, `encoder=`, `projection_head=`, `global_step=`): the encoder and,
-when the source has one, the MLM head imported; the projection head freshly
-initialised. It is written to a temporary directory and renamed into place,
-so an error leaves nothing behind.
+`cmlm/en_base` recipe with the source's encoder, vocabulary, casing, text
+normalization, pooling and sequence length), `vocab.txt`, and `ckpt-0` holding
+the whole CMLM model (`model=`, `encoder=`, `projection_head=`,
+`global_step=`): the encoder and, when the source has one, the MLM head
+imported; the projection head freshly initialised. It is written to a
+temporary directory and renamed into place, so an error leaves nothing behind.
 """
 import dataclasses
 import os
@@ -89,6 +89,7 @@ def experiment_config(imported: encoder_weights.ImportedEncoder,
     raise ValueError(f"seq_length {seq_length} leaves no room for a token "
                      "between [CLS] and [SEP].")
   data = dict(vocab_file=vocab_file, lower_case=imported.lower_case,
+              text_normalization=imported.text_normalization,
               seq_length=seq_length,
               max_predictions_per_seq=max(1, round(
                   seq_length * params.task.train_data.masking_rate)))
