@@ -1,0 +1,108 @@
+"""The evaluation report: `report.json` (everything) and `report.md` (a table
+of each task's headline figure in the paper's units, then the details)."""
+import datetime
+import json
+import math
+import os
+from typing import Dict, List
+
+REPORT_JSON = "report.json"
+REPORT_MARKDOWN = "report.md"
+
+
+def _clean(value):
+  """JSON-safe values: NaN and infinities become null, numpy becomes Python."""
+  if isinstance(value, dict):
+    return {str(k): _clean(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_clean(v) for v in value]
+  if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+    value = value.item()
+  if isinstance(value, float) and not math.isfinite(value):
+    return None
+  return value
+
+
+def _figure(value) -> str:
+  if value is None or (isinstance(value, float) and not math.isfinite(value)):
+    return "n/a"
+  return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def build_report(model: str, results: Dict[str, dict]) -> dict:
+  """The report object: the model, when, and each task's result.
+
+  Each result has `headline` (the metric's name), its value under that name,
+  `paper` (the table or figure it reproduces), `seconds` and `data`.
+  """
+  return _clean({
+      "model": model,
+      "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
+          timespec="seconds"),
+      "tasks": results})
+
+
+def markdown_table(report: dict) -> str:
+  lines = [f"# Evaluation of `{report['model']}`", "",
+           f"{report['created']}", "",
+           "| task | paper | metric | score | examples | seconds |",
+           "|---|---|---|---:|---:|---:|"]
+  for name, result in report["tasks"].items():
+    size = next((result[key] for key in ("num_pairs", "num_examples",
+                                         "num_test", "num_gold",
+                                         "num_sentences") if key in result), "")
+    lines.append(f"| {name} | {result['paper']} | {result['headline']} | "
+                 f"{_figure(result.get(result['headline']))} | {size} | "
+                 f"{_figure(result.get('seconds'))} |")
+  lines += _details(report["tasks"])
+  return "\n".join(lines) + "\n"
+
+
+def _details(tasks: Dict[str, dict]) -> List[str]:
+  lines = []
+  for name, result in tasks.items():
+    rows = []
+    if "datasets" in result:  # STS12-16
+      rows = [(dataset, r["spearman"], r["num_pairs"])
+              for dataset, r in result["datasets"].items()]
+      header = "| dataset | spearman | pairs |\n|---|---:|---:|"
+    elif "languages" in result:  # Tatoeba
+      rows = [(language, r["xxx_to_eng"], r["eng_to_xxx"], r["accuracy"])
+              for language, r in result["languages"].items()]
+      header = ("| language | xxx→eng | eng→xxx | mean |\n"
+                "|---|---:|---:|---:|")
+    elif "cosine" in result:  # mining
+      rows = [("ratio margin", result["f1"], result["precision"],
+               result["recall"], result["threshold"]),
+              ("cosine", *(result["cosine"][key] for key in
+                           ("f1", "precision", "recall", "threshold")))]
+      header = ("| score | F1 | precision | recall | threshold |\n"
+                "|---|---:|---:|---:|---:|")
+    elif "distributions" in result:  # language distribution
+      languages = list(next(iter(result["distributions"]["cosine"].values())))
+      rows = [(f"{variant}: {query}", *row.values())
+              for variant, table in result["distributions"].items()
+              for query, row in table.items()]
+      header = ("| queries | " + " | ".join(languages) + " |\n|---|" +
+                "---:|" * len(languages))
+    if rows:
+      lines += ["", f"## {name}", "", header]
+      lines += ["| " + " | ".join(_figure(v) for v in row) + " |"
+                for row in rows]
+      if "plot" in result:
+        lines += ["", f"![{name}]({os.path.basename(result['plot'])})"]
+  return lines
+
+
+def write_report(report: dict, report_dir: str) -> Dict[str, str]:
+  """Writes report.json and report.md into `report_dir`; returns their paths."""
+  os.makedirs(report_dir, exist_ok=True)
+  paths = {"json": os.path.join(report_dir, REPORT_JSON),
+           "markdown": os.path.join(report_dir, REPORT_MARKDOWN)}
+  for kind, text in (("json", json.dumps(report, indent=2, ensure_ascii=False)),
+                     ("markdown", markdown_table(report))):
+    temporary = paths[kind] + f".tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as f:
+      f.write(text + ("\n" if kind == "json" else ""))
+    os.replace(temporary, paths[kind])
+  return paths

@@ -1,0 +1,165 @@
+"""`python -m cmlm eval`: evaluate a sentence encoder on the paper's tasks.
+
+    python -m cmlm eval --model=runs/tiny --tasks=sts-b,sick-r,cr,mrpc,trec \
+        [--data_dir=../shared/data/eval] [--report_dir=runs/eval] \
+        [--max_examples=500] [--batch_size=256]
+
+`--model` is a training model_dir, an export, a TF-Hub encoder + preprocessor
+pair or a text-to-embedding SavedModel (`evaluation/encoders.py`). `--tasks`
+names tasks of `evaluation/tasks.py` or groups (`sts`, `transfer`,
+`multilingual`, `all`; a group skips the tasks whose data is absent). Every
+task's data is read before the model is loaded; then each task prints its
+encoding progress and figure, and `--report_dir` receives `report.json`,
+`report.md` and the language-distribution PNG.
+"""
+import os
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+from evaluation import encoders
+from evaluation import report as report_lib
+from evaluation import tasks as tasks_lib
+from evaluation.task_data import EvalOptions
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "eval")
+DEFAULT_BITEXT_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "bitext")
+
+
+def parse_assignments(text: Optional[str], flag: str) -> Dict[str, str]:
+  """`a=x,b=y` -> {"a": "x", "b": "y"}."""
+  result = {}
+  for item in filter(None, (text or "").split(",")):
+    key, equals, value = item.partition("=")
+    if not equals or not key.strip() or not value.strip():
+      raise ValueError(f"--{flag} takes NAME=PATH items separated by commas; "
+                       f"{item!r} is not one.")
+    result[key.strip()] = value.strip()
+  return result
+
+
+def resolve_tasks(names: Sequence[str], data_dir: Optional[str],
+                  task_data: Dict[str, str]):
+  """`[(task, path)]` for the names asked, and `{name: why}` skipped.
+
+  A task named alone must have its data; a group skips what is missing.
+  """
+  if not names:
+    raise ValueError("--tasks is required, e.g. --tasks=sts-b,cr (tasks: "
+                     f"{', '.join(tasks_lib.TASKS)}; groups: "
+                     f"{', '.join(tasks_lib.GROUPS)}).")
+  chosen, skipped = [], {}
+  for name in names:
+    if name not in tasks_lib.TASKS and name not in tasks_lib.GROUPS:
+      raise ValueError(f"Unknown task {name!r} in --tasks; the tasks are "
+                       f"{', '.join(tasks_lib.TASKS)} and the groups "
+                       f"{', '.join(tasks_lib.GROUPS)}.")
+    in_group = name in tasks_lib.GROUPS
+    for task_name in tasks_lib.GROUPS.get(name, [name]):
+      task = tasks_lib.TASKS[task_name]
+      path = task_data.get(task_name) or (
+          os.path.join(data_dir, task.default_path)
+          if task.default_path and data_dir else "")
+      if task.default_path and not task_data.get(task_name) and not data_dir:
+        raise ValueError(f"{task_name} needs --data_dir (or --task_data="
+                         f"{task_name}=PATH); the default "
+                         f"{DEFAULT_DATA_DIR} does not exist.")
+      if in_group and path and not os.path.exists(path):
+        skipped[task_name] = f"no data at {path}"
+      elif task_name not in [t.name for t, _ in chosen]:
+        chosen.append((task, path))
+  unknown = set(task_data) - set(tasks_lib.TASKS)
+  if unknown:
+    raise ValueError(f"--task_data names unknown tasks: {', '.join(unknown)}.")
+  return chosen, skipped
+
+
+def run_evaluation(model: str, task_names: Sequence[str],
+                   options: EvalOptions, data_dir: Optional[str] = None,
+                   task_data: Optional[Dict[str, str]] = None,
+                   checkpoint: Optional[str] = None,
+                   encoder: Optional[encoders.Encoder] = None,
+                   stream=None) -> dict:
+  """Reads every task's data, loads the encoder, evaluates, writes the report.
+
+  Args:
+    model: `--model` (also the report's title).
+    task_names: task or group names.
+    options: the tasks' options; `report_dir` is where the report goes.
+    data_dir: the root of the default task locations.
+    task_data: `{task: path}` overriding a default location.
+    checkpoint: with a model_dir, a checkpoint instead of the latest.
+    encoder: an `Encoder` to use instead of loading `model` (tests).
+    stream: where progress goes (stdout).
+  """
+  stream = stream or sys.stdout
+  if options.batch_size < 1:
+    raise ValueError(f"--batch_size must be 1 or more, got "
+                     f"{options.batch_size}.")
+  if options.max_examples is not None and options.max_examples < 2:
+    raise ValueError(f"--max_examples must be 2 or more, got "
+                     f"{options.max_examples}.")
+  chosen, skipped = resolve_tasks(task_names, data_dir, task_data or {})
+  for name, why in skipped.items():
+    print(f"skipping {name}: {why}", file=stream)
+  loaded = {}
+  for task, path in chosen:  # every file is checked before the model loads
+    loaded[task.name] = task.read(path, options)
+  start = time.perf_counter()
+  if encoder is None:
+    encoder = encoders.load_encoder(model, checkpoint, options.show_progress)
+  print(f"loaded {model} in {time.perf_counter() - start:.1f}s", file=stream)
+  results = {}
+  for number, (task, _) in enumerate(chosen, start=1):
+    print(f"[{number}/{len(chosen)}] {task.name} ({task.paper})", file=stream,
+          flush=True)
+    start = time.perf_counter()
+    result = task.evaluate(encoder, loaded[task.name]["data"], options)
+    result.update(paper=task.paper, headline=task.headline,
+                  seconds=time.perf_counter() - start,
+                  data=loaded[task.name]["files"])
+    results[task.name] = result
+    print(f"  {task.name}: {task.headline} {result[task.headline]:.2f} "
+          f"({result['seconds']:.1f}s)", file=stream, flush=True)
+  report = report_lib.build_report(model, results)
+  report["skipped"] = skipped
+  paths = report_lib.write_report(report, options.report_dir)
+  print(f"wrote {paths['json']} and {paths['markdown']}", file=stream)
+  return report
+
+
+def main(flags_obj) -> dict:
+  """`python -m cmlm eval` from its flags."""
+  data_dir = flags_obj.data_dir or (
+      DEFAULT_DATA_DIR if os.path.isdir(DEFAULT_DATA_DIR) else None)
+  if flags_obj.data_dir and not os.path.isdir(flags_obj.data_dir):
+    raise FileNotFoundError(f"--data_dir={flags_obj.data_dir} is not a "
+                            "directory.")
+  options = EvalOptions(
+      model=flags_obj.model or "", report_dir=flags_obj.report_dir,
+      bitext_dir=flags_obj.bitext_dir or DEFAULT_BITEXT_DIR,
+      batch_size=flags_obj.batch_size, max_examples=flags_obj.max_examples,
+      tatoeba_languages=_split(flags_obj.tatoeba_languages),
+      tatoeba_pcr=flags_obj.pcr, mining_source=flags_obj.mining_source,
+      mining_target=flags_obj.mining_target,
+      mining_gold=flags_obj.mining_gold,
+      mining_threshold=flags_obj.mining_threshold,
+      langdist_pool=parse_assignments(flags_obj.langdist_pool,
+                                      "langdist_pool") or None,
+      langdist_size=flags_obj.langdist_size)
+  if not flags_obj.model:
+    raise ValueError("--model is required: a training model_dir, an export "
+                     "directory, a SavedModel, or "
+                     "ENCODER_DIR,PREPROCESSOR_DIR.")
+  report = run_evaluation(
+      flags_obj.model, _split(flags_obj.tasks) or [], options, data_dir,
+      parse_assignments(flags_obj.task_data, "task_data"),
+      checkpoint=flags_obj.checkpoint)
+  print(report_lib.markdown_table(report).split("\n\n## ")[0])
+  return report
+
+
+def _split(text: Optional[str]) -> Optional[List[str]]:
+  items = [item.strip() for item in (text or "").split(",") if item.strip()]
+  return items or None
