@@ -11,6 +11,9 @@ Commands:
   import  pretrained BERT weights (Hugging Face, sentence-transformers, Model
           Garden, TF-Hub) as a training run at step 0, ready to export or
           to train from (modeling/importers/importer.py)
+  eval    evaluate any sentence encoder on STS, SentEval transfer, Tatoeba,
+          parallel mining and the language distribution of retrieved
+          sentences; writes report.json and report.md (evaluation/runner.py)
 
 Run `python -m cmlm COMMAND --help` for a command's flags. Errors in what you
 give (a path, a file, a config value) print one line and exit with status 2;
@@ -30,7 +33,7 @@ from absl import logging
 
 from official.common import flags as tfm_flags
 
-COMMANDS = ("train", "demo", "vocab", "export", "encode", "import")
+COMMANDS = ("train", "demo", "vocab", "export", "encode", "eval", "import")
 
 tfm_flags.define_flags()
 flags.DEFINE_enum("strategy", None, ["one_device", "mirrored",
@@ -48,8 +51,9 @@ flags.DEFINE_integer("train_steps", None, "demo: training steps (default: the "
                      "experiment's).")
 flags.DEFINE_string("export_dir", None, "export: where the encoder/, "
                     "preprocessor/ and serving/<version>/ SavedModels go.")
-flags.DEFINE_string("checkpoint", None, "export: a checkpoint prefix, e.g. "
-                    "MODEL_DIR/ckpt-1000 (default: the latest in --model_dir).")
+flags.DEFINE_string("checkpoint", None, "export, eval: a checkpoint prefix, "
+                    "e.g. MODEL_DIR/ckpt-1000 (default: the latest in "
+                    "--model_dir; for eval, in --model).")
 flags.DEFINE_integer("version", None, "export: the TF Serving version "
                      "(default: the checkpoint's step).")
 flags.DEFINE_bool("overwrite", False, "export, encode: replace what is "
@@ -58,10 +62,43 @@ flags.DEFINE_bool("normalize", True, "export: L2-normalise the serving "
                   "model's embeddings; encode: the written embeddings.")
 flags.DEFINE_bool("export_mlm", False, "export: give the encoder the .mlm "
                   "subobject (masked_lm_positions -> mlm_logits).")
-flags.DEFINE_string("model", None, "encode: an export directory (encoder/ + "
-                    "preprocessor/), a text-to-embedding SavedModel, or a TF "
-                    "Serving base path.")
-flags.DEFINE_integer("batch_size", 256, "encode: sentences per batch.")
+flags.DEFINE_string("model", None, "encode, eval: an export directory "
+                    "(encoder/ + preprocessor/), a text-to-embedding "
+                    "SavedModel, or a TF Serving base path; eval also takes a "
+                    "training --model_dir or ENCODER_DIR,PREPROCESSOR_DIR.")
+flags.DEFINE_integer("batch_size", 256, "encode, eval: sentences per batch.")
+flags.DEFINE_string("tasks", None, "eval: comma-separated tasks (sts12..sts16, "
+                    "sts-b, sick-r, mr, cr, subj, mpqa, sst2, trec, mrpc, "
+                    "sick-e, tatoeba, mining, langdist) or groups (sts, "
+                    "transfer, multilingual, all).")
+flags.DEFINE_string("data_dir", None, "eval: root of the benchmark files in "
+                    "SentEval's layout (default ../shared/data/eval from the "
+                    "repository root, when it exists).")
+flags.DEFINE_string("task_data", None, "eval: NAME=PATH,... to read a task's "
+                    "data from PATH instead of its place under --data_dir.")
+flags.DEFINE_string("report_dir", "runs/eval", "eval: where report.json, "
+                    "report.md and the language-distribution PNG go.")
+flags.DEFINE_integer("max_examples", None, "eval: at most this many examples "
+                     "per split (a fixed random subset), for quick runs.")
+flags.DEFINE_string("bitext_dir", None, "eval: line-aligned bitext for the "
+                    "default mining test and language pool (default "
+                    "../shared/data/bitext; Multi30k val).")
+flags.DEFINE_string("mining_source", None, "eval mining: the source corpus "
+                    "(BUCC 'ID TAB sentence' lines, or one sentence a line).")
+flags.DEFINE_string("mining_target", None, "eval mining: the target corpus.")
+flags.DEFINE_string("mining_gold", None, "eval mining: gold pairs, "
+                    "'SOURCE_ID TAB TARGET_ID' a line.")
+flags.DEFINE_float("mining_threshold", None, "eval mining: also score at this "
+                   "ratio-margin threshold (e.g. one found on training data).")
+flags.DEFINE_string("tatoeba_languages", None, "eval tatoeba: comma-separated "
+                    "ISO 639-3 codes (default: every tatoeba.XXX-eng.XXX).")
+flags.DEFINE_bool("tatoeba_pcr", False, "eval tatoeba: remove each "
+                  "language's first principal component first (paper section "
+                  "5.2, table 8).")
+flags.DEFINE_string("langdist_pool", None, "eval langdist: LANG=FILE,... "
+                    "line-aligned files (default Multi30k val en, de, fr, cs).")
+flags.DEFINE_integer("langdist_size", 200, "eval langdist: sentences per "
+                     "language in the pool.")
 flags.DEFINE_string("source", None, "import: a Hugging Face BERT directory "
                     "(config.json, weights, vocab.txt), a Model Garden "
                     "checkpoint or a TF-Hub BERT SavedModel; --model_dir is "
@@ -98,6 +135,9 @@ def _run_command(command: str):
   elif command == "encode":
     from export import encode
     encode.main(FLAGS)
+  elif command == "eval":
+    from evaluation import runner
+    runner.main(FLAGS)
   elif command == "import":
     from modeling.importers import importer
     importer.main(FLAGS)

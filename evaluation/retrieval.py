@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from evaluation.encoders import Encoder
+from modeling.principal_component_removal import remove_component
 
 
 def normalize_rows(embeddings: np.ndarray) -> np.ndarray:
@@ -23,11 +24,16 @@ def normalize_rows(embeddings: np.ndarray) -> np.ndarray:
 
 def remove_first_principal_component(embeddings: np.ndarray) -> np.ndarray:
   """PCR: removes from each row its projection on the first right singular
-  vector of the monolingual matrix `embeddings` `[n, dim]` (section 5.2)."""
+  vector of the monolingual matrix `embeddings` `[n, dim]` (section 5.2).
+
+  As the paper defines it, the matrix is not centred, so a direction that
+  every sentence of the language shares (its mean) is what is removed;
+  `modeling.principal_component_removal` fits a centred component for
+  serving.
+  """
   embeddings = np.asarray(embeddings, np.float32)
   _, _, right_singular = np.linalg.svd(embeddings, full_matrices=False)
-  component = right_singular[0]  # [dim], unit norm
-  return embeddings - np.outer(embeddings @ component, component)
+  return remove_component(embeddings, right_singular[0])  # [dim], unit norm
 
 
 def nearest_neighbours(queries: np.ndarray, candidates: np.ndarray,

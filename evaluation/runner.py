@@ -141,7 +141,7 @@ def main(flags_obj) -> dict:
       bitext_dir=flags_obj.bitext_dir or DEFAULT_BITEXT_DIR,
       batch_size=flags_obj.batch_size, max_examples=flags_obj.max_examples,
       tatoeba_languages=_split(flags_obj.tatoeba_languages),
-      tatoeba_pcr=flags_obj.pcr, mining_source=flags_obj.mining_source,
+      tatoeba_pcr=flags_obj.tatoeba_pcr, mining_source=flags_obj.mining_source,
       mining_target=flags_obj.mining_target,
       mining_gold=flags_obj.mining_gold,
       mining_threshold=flags_obj.mining_threshold,

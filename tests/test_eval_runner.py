@@ -141,7 +141,7 @@ def test_main_reads_its_flags_and_fails_on_the_data_first(tmp_path):
       model=str(tmp_path / "missing_model"), tasks="sts-b", data_dir=None,
       task_data=f"sts-b={bad}", report_dir=str(tmp_path / "report"),
       max_examples=None, batch_size=256, bitext_dir=None,
-      tatoeba_languages=None, pcr=False, mining_source=None,
+      tatoeba_languages=None, tatoeba_pcr=False, mining_source=None,
       mining_target=None, mining_gold=None, mining_threshold=None,
       langdist_pool=None, langdist_size=200, checkpoint=None)
   with pytest.raises(ValueError) as error:
