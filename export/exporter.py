@@ -32,6 +32,7 @@ from export import checkpoint as checkpoint_lib
 from export import encoder as encoder_lib
 from export import preprocessor as preprocessor_lib
 from export import serving
+from modeling import principal_component_removal as pcr
 
 ENCODER_DIR = "encoder"
 PREPROCESSOR_DIR = "preprocessor"
@@ -102,6 +103,9 @@ def export_run(model_dir: str, export_dir: str,
   # The serving model gets its own functional model over the same layers,
   # without the MLM head.
   serving_encoder = encoder_lib.build_export_encoder(model)
+  components = None
+  if os.path.exists(os.path.join(model_dir, pcr.FILE_NAME)):
+    components = pcr.LanguageComponents.load(model_dir)
   with contextlib.ExitStack() as stack:
     # Each temporary directory is renamed into place when the stack closes,
     # i.e. only after all three were written.
@@ -112,7 +116,7 @@ def export_run(model_dir: str, export_dir: str,
                                data.lower_case)
     preprocessor_lib.save_preprocessor(preprocessor, preprocessor_tmp)
     serving.export_text_embedding(serving_tmp, preprocessor, serving_encoder,
-                                  normalize)
+                                  normalize, components)
   return result
 
 

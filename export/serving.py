@@ -13,15 +13,24 @@ API, https://www.tensorflow.org/hub/common_saved_model_apis/text):
 It is written as version `<base>/<version>/` of TF Serving's layout; see
 `export.atomic` for how a version appears all at once.
 """
+from typing import Optional
+
 import tensorflow as tf
 import tf_keras
 
 from export.preprocessor import STRING_BATCH
 from export.preprocessor import Preprocessor
+from modeling import principal_component_removal as pcr
 
 SIGNATURE_NAME = "serving_default"
 INPUT_NAME = "sentences"
 OUTPUT_NAME = "embedding"
+# With principal components fitted (`python -m cmlm pcr`): sentences and their
+# language codes -> embeddings without that language's first component
+# (paper section 5.2); a code with no fitted component changes nothing.
+PCR_SIGNATURE_NAME = "serving_pcr"
+LANGUAGES_NAME = "languages"
+LANGUAGE_BATCH = tf.TensorSpec([None], tf.string, name=LANGUAGES_NAME)
 
 
 class TextEmbedding(tf.Module):
@@ -31,10 +40,12 @@ class TextEmbedding(tf.Module):
     preprocessor: the training tokenization (`export.preprocessor`).
     encoder: the exported encoder model (`export.encoder`).
     normalize: L2-normalise the embeddings, so a dot product is the cosine.
+    components: per-language principal components, for `serving_pcr`.
   """
 
   def __init__(self, preprocessor: Preprocessor, encoder: tf_keras.Model,
-               normalize: bool = True):
+               normalize: bool = True,
+               components: Optional[pcr.LanguageComponents] = None):
     super().__init__(name="text_embedding")
     self.preprocessor = preprocessor
     # Only the encoder's variables are saved beside the graph. Tracking the
@@ -45,10 +56,15 @@ class TextEmbedding(tf.Module):
     self.normalize = normalize
     self.l2_normalized = tf.Variable(normalize, trainable=False,
                                      name="l2_normalized")
+    self.pcr = (pcr.PrincipalComponentRemoval(components)
+                if components is not None else None)
 
   @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def __call__(self, sentences):
     """`[batch]` strings -> float32 `[batch, hidden]`."""
+    return self._embed(sentences)
+
+  def _embed(self, sentences, languages=None):
     inputs = self.preprocessor(sentences)  # padded to the training length
     # Padding is masked out of attention and pooling, so the encoder need
     # only read as far as the batch's longest sentence: a batch of short
@@ -57,6 +73,8 @@ class TextEmbedding(tf.Module):
         tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
     inputs = {name: ids[:, :longest] for name, ids in inputs.items()}
     embedding = self._encode(inputs)
+    if languages is not None:
+      embedding = self.pcr(embedding, languages)
     if self.normalize:
       embedding = tf.math.l2_normalize(embedding, axis=-1)
     return embedding
@@ -66,13 +84,22 @@ class TextEmbedding(tf.Module):
     """The serving signature: named inputs and outputs."""
     return {OUTPUT_NAME: self.__call__(sentences)}
 
+  @tf.function(input_signature=[STRING_BATCH, LANGUAGE_BATCH],
+               autograph=False)
+  def serve_with_language(self, sentences, languages):
+    """`serving_pcr`: the language's principal component removed first."""
+    return {OUTPUT_NAME: self._embed(sentences, languages)}
+
 
 def export_text_embedding(path: str, preprocessor: Preprocessor,
-                          encoder: tf_keras.Model,
-                          normalize: bool = True) -> TextEmbedding:
+                          encoder: tf_keras.Model, normalize: bool = True,
+                          components: Optional[pcr.LanguageComponents] = None
+                          ) -> TextEmbedding:
   """Writes the text-to-embedding SavedModel to `path` (a fresh directory)."""
-  model = TextEmbedding(preprocessor, encoder, normalize)
-  tf.saved_model.save(
-      model, path,
-      signatures={SIGNATURE_NAME: model.serve.get_concrete_function()})
+  model = TextEmbedding(preprocessor, encoder, normalize, components)
+  signatures = {SIGNATURE_NAME: model.serve.get_concrete_function()}
+  if components is not None:
+    signatures[PCR_SIGNATURE_NAME] = (
+        model.serve_with_language.get_concrete_function())
+  tf.saved_model.save(model, path, signatures=signatures)
   return model
