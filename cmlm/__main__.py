@@ -4,7 +4,12 @@ Commands:
   train   train an experiment (Model Garden flags; see cmlm/train.py)
   demo    the main job: train cmlm/tiny on the embedded corpus, then show how
           far the loss fell and nearest neighbours of held-out sentences
-  vocab   build a WordPiece vocabulary from a corpus
+  vocab   build a WordPiece vocabulary from a corpus, or a cased multilingual
+          one from LANG=CORPUS,... with language smoothing (section 4.4)
+  stages  multistage multilingual training s1 | s2 | s3 (section 4.2;
+          cmlm/stages.py)
+  pcr     fit each language's principal component for a trained model
+          (section 5.2; cmlm/pcr.py)
   export  write a checkpoint as TF-Hub encoder + preprocessor and a TF Serving
           text-to-embedding SavedModel (see export/exporter.py)
   encode  embed a file of sentences with an exported model (export/encode.py)
@@ -33,7 +38,8 @@ from absl import logging
 
 from official.common import flags as tfm_flags
 
-COMMANDS = ("train", "demo", "vocab", "export", "encode", "eval", "import")
+COMMANDS = ("train", "demo", "vocab", "stages", "pcr", "export", "encode",
+            "eval", "import")
 
 tfm_flags.define_flags()
 flags.DEFINE_enum("strategy", None, ["one_device", "mirrored",
@@ -111,6 +117,14 @@ flags.DEFINE_string("vocab_file", None, "import: the WordPiece vocabulary, "
 flags.DEFINE_integer("seq_length", None, "import: the longest sequence, "
                      "[CLS] and [SEP] included (default: the source's, "
                      "else 256).")
+flags.DEFINE_float("smoothing_exponent", 0.3, "vocab with LANG=CORPUS "
+                   "inputs: the language smoothing exponent (section 4.4).")
+flags.DEFINE_string("schedule", "s3", "stages: s1 (CMLM + BR), s2 (CMLM, then "
+                    "BR), s3 (CMLM, then CMLM + BR).")
+flags.DEFINE_list("stage_steps", None, "stages: training steps of each stage "
+                  "(default the paper's: s1 2M; s2, s3 1.5M then 1M).")
+flags.DEFINE_integer("sample_size", 1000, "pcr: sentences of each language "
+                     "used to fit its component.")
 FLAGS = flags.FLAGS
 
 
@@ -124,11 +138,25 @@ def _run_command(command: str):
     from cmlm import demo
     demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)
   elif command == "vocab":
+    from data_pipelines import multilingual_vocab
     from data_pipelines import vocabulary
     if not FLAGS.input or not FLAGS.output:
       raise ValueError("vocab needs --input=CORPUS and --output=VOCAB_FILE.")
-    vocabulary.build_vocab_from_corpus(FLAGS.input, FLAGS.output,
-                                       FLAGS.vocab_size, FLAGS.lower_case)
+    if "=" in FLAGS.input:
+      multilingual_vocab.build_vocab_from_language_corpora(
+          FLAGS.input, FLAGS.output, FLAGS.vocab_size,
+          FLAGS.smoothing_exponent, FLAGS.lower_case)
+    else:
+      vocabulary.build_vocab_from_corpus(FLAGS.input, FLAGS.output,
+                                         FLAGS.vocab_size, FLAGS.lower_case)
+  elif command == "stages":
+    from cmlm import stages
+    steps = FLAGS.stage_steps and tuple(int(n) for n in FLAGS.stage_steps)
+    stages.run(FLAGS, FLAGS.schedule, steps)
+  elif command == "pcr":
+    from cmlm import pcr
+    pcr.fit_for_model(FLAGS.model_dir, FLAGS.input, FLAGS.sample_size,
+                      FLAGS.checkpoint)
   elif command == "export":
     from export import exporter
     exporter.main(FLAGS)
