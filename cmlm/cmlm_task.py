@@ -21,13 +21,18 @@ from official.core import task_factory
 
 @dataclasses.dataclass
 class CmlmTaskConfig(cfg.TaskConfig):
-  """A CMLM pretraining task: a model, training and validation data."""
+  """A CMLM pretraining task: a model, training and validation data.
+
+  `skip_non_finite_batches`: a step whose loss or gradient is not finite is
+  skipped and counted, instead of stopping training (see cmlm/trainer.py).
+  """
   model: model_builder.CmlmModelConfig = dataclasses.field(
       default_factory=model_builder.CmlmModelConfig)
   train_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
       default_factory=cmlm_dataloader.CmlmDataConfig)
   validation_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
       default_factory=cmlm_dataloader.CmlmDataConfig)
+  skip_non_finite_batches: bool = False
 
   def validate_inputs(self, mode: str):
     """Checks the data a `mode` ("train", "eval", ...) reads, before a run."""

@@ -6,15 +6,29 @@ Takes Model Garden's flags (`--experiment`, `--config_file`,
 TensorBoard summaries (loss, masked_lm_accuracy, learning_rate,
 examples_per_second) go to `--model_dir`; a run started again in the same
 `--model_dir` resumes from its latest checkpoint.
+
+Multi-worker (`TF_CONFIG`): every worker runs the same command on a shared
+`--model_dir`; only the chief writes params.yaml, checkpoints and summaries
+there (the others save to a throw-away directory, as collective saves need
+every worker) and every worker resumes from the chief's latest checkpoint.
+SIGTERM saves a checkpoint after the current loop, then stops the run
+(`fault_tolerance.TrainingPreempted`; the command exits with status 143).
 """
+import contextlib
+import copy
 import dataclasses
+import shutil
+import sys
+import tempfile
 import time
 from typing import Optional
 
 from absl import logging
+import orbit
 import tensorflow as tf
 import tf_keras
 
+from cmlm import fault_tolerance
 from cmlm.trainer import CmlmTrainer
 from experiments import cmlm_experiments  # noqa: F401  (registers the experiments)
 from official.common import distribute_utils
@@ -24,6 +38,7 @@ from official.core import train_utils
 from official.modeling import performance
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = ("float32", "float16", "bfloat16")
 
 
 class ProgressReporter:
@@ -39,6 +54,7 @@ class ProgressReporter:
   def __call__(self, output):
     now, step = time.perf_counter(), int(self._global_step.numpy())
     fields = [f"step {step}/{self._total} ({100 * step / self._total:.0f}%)"]
+    output = tf.nest.map_structure(orbit.utils.get_value, output)
     if "training_loss" in output:
       self.last_loss = float(output["training_loss"])
       if self.first_loss is None:
@@ -51,6 +67,8 @@ class ProgressReporter:
                        ("learning_rate", "lr")):
       if key in output:
         fields.append(f"{label} {float(output[key]):.4g}")
+    if output.get("skipped_batches"):
+      fields.append(f"skipped {int(output['skipped_batches'])} non-finite")
     if self._last is not None and step > self._last[1]:
       seconds_per_step = (now - self._last[0]) / (step - self._last[1])
       eta = seconds_per_step * max(self._total - step, 0)
@@ -73,12 +91,80 @@ def parse_params(flags_obj):
 
 
 def make_strategy(params):
+  """The runtime's strategy; a clear error when no TPU answers `--tpu`."""
   runtime = params.runtime
-  return distribute_utils.get_distribution_strategy(
-      distribution_strategy=runtime.distribution_strategy,
-      all_reduce_alg=runtime.all_reduce_alg,
-      num_gpus=runtime.num_gpus,
-      tpu_address=runtime.tpu)
+  try:
+    return distribute_utils.get_distribution_strategy(
+        distribution_strategy=runtime.distribution_strategy,
+        all_reduce_alg=runtime.all_reduce_alg,
+        num_gpus=runtime.num_gpus,
+        tpu_address=runtime.tpu)
+  except (ValueError, tf.errors.OpError) as error:
+    if runtime.distribution_strategy != "tpu":
+      raise
+    raise ValueError(f"No TPU found for --tpu={runtime.tpu!r} "
+                     f"(runtime.tpu): {str(error).splitlines()[0]}") from None
+
+
+@contextlib.contextmanager
+def mixed_precision(dtype: Optional[str]):
+  """Sets the Keras policy for `runtime.mixed_precision_dtype`, then resets it."""
+  if dtype and dtype not in PRECISIONS:
+    raise ValueError(f"runtime.mixed_precision_dtype must be one of "
+                     f"{', '.join(PRECISIONS)}, got {dtype!r}.")
+  previous = tf_keras.mixed_precision.global_policy()
+  if dtype:
+    performance.set_mixed_precision_policy(tf.as_dtype(dtype))
+  try:
+    yield
+  finally:
+    tf_keras.mixed_precision.set_global_policy(previous)
+
+
+class _ExperimentRunner(train_lib.OrbitExperimentRunner):
+  """Model Garden's runner: chief-only outputs, SIGTERM checkpoints."""
+
+  def __init__(self, termination, **kwargs):
+    self._termination = termination
+    super().__init__(**kwargs)
+
+  def _maybe_build_checkpoint_manager(self):
+    if self.strategy.extended.should_checkpoint:
+      fault_tolerance.repair_checkpoint_state(self.model_dir)
+      return super()._maybe_build_checkpoint_manager()
+    return _WorkerCheckpointManager(
+        self.trainer.checkpoint, restore_dir=self.model_dir,
+        step_counter=self.trainer.global_step,
+        checkpoint_interval=self.params.trainer.checkpoint_interval,
+        init_fn=self.trainer.initialize)
+
+  def _build_controller(self, trainer, evaluator, train_actions=None,
+                        **kwargs):
+    if trainer:
+      train_actions = list(train_actions or []) + [
+          fault_tolerance.PreemptionCheckpoint(
+              self._termination, self.strategy, self.checkpoint_manager,
+              self.trainer.global_step)]
+    return super()._build_controller(trainer, evaluator,
+                                     train_actions=train_actions, **kwargs)
+
+
+class _WorkerCheckpointManager(tf.train.CheckpointManager):
+  """A non-chief worker's: saves to a throw-away directory (collective saves
+  need every worker), restores what the chief wrote in `restore_dir`."""
+
+  def __init__(self, checkpoint, restore_dir, **kwargs):
+    super().__init__(checkpoint, tempfile.mkdtemp(prefix="cmlm-worker-"),
+                     max_to_keep=1, **kwargs)
+    self._restore_dir = restore_dir
+
+  def restore_or_initialize(self):
+    latest = tf.train.latest_checkpoint(self._restore_dir)
+    if latest is None:
+      return super().restore_or_initialize()
+    self.checkpoint.restore(latest)
+    self._last_checkpoint_step = int(self._step_counter.numpy())
+    return latest
 
 
 @dataclasses.dataclass
@@ -90,30 +176,48 @@ class TrainResult:
 
 def run(params, model_dir: str, mode: str = "train",
         strategy=None) -> TrainResult:
-  """Trains (and/or evaluates) `params` in `model_dir`."""
+  """Trains (and/or evaluates) `params` in `model_dir`.
+
+  Raises:
+    fault_tolerance.TrainingPreempted: SIGTERM came; a checkpoint was saved.
+    fault_tolerance.NonFiniteTrainingError: a step's loss or gradient was not
+      finite (unless `task.skip_non_finite_batches`).
+  """
   if not model_dir:
     raise ValueError("--model_dir is required: checkpoints and summaries go "
                      "there, and a run resumes from it.")
   task_config = params.task
   task_config.validate_inputs(mode)
-  if params.runtime.mixed_precision_dtype:
-    performance.set_mixed_precision_policy(
-        params.runtime.mixed_precision_dtype)
-  strategy = strategy or make_strategy(params)
-  with strategy.scope():
-    task = task_factory.get_task(task_config, logging_dir=model_dir)
-    trainer = train_utils.create_trainer(
-        params, task, train="train" in mode, evaluate="eval" in mode,
-        trainer_cls=CmlmTrainer)
-  train_utils.serialize_config(params, model_dir)
-  progress = None
-  if "train" in mode:
-    progress = ProgressReporter(params.trainer.train_steps,
-                                trainer.global_step)
-  model, _ = train_lib.run_experiment(
-      distribution_strategy=strategy, task=task, mode=mode, params=params,
-      model_dir=model_dir, trainer=trainer,
-      train_actions=[progress] if progress else None)
+  # Our SIGTERM handling replaces Model Garden's on-demand preemption
+  # checkpoints (which keep the process running after the save).
+  runner_params = copy.deepcopy(params)
+  runner_params.trainer.preemption_on_demand_checkpoint = False
+  with mixed_precision(params.runtime.mixed_precision_dtype):
+    strategy = strategy or make_strategy(params)
+    chief = strategy.extended.should_checkpoint
+    with strategy.scope():
+      task = task_factory.get_task(task_config, logging_dir=model_dir)
+      trainer = train_utils.create_trainer(
+          params, task, train="train" in mode, evaluate="eval" in mode,
+          trainer_cls=CmlmTrainer)
+    if chief:
+      train_utils.serialize_config(params, model_dir)
+    progress = None
+    if "train" in mode:
+      progress = ProgressReporter(params.trainer.train_steps,
+                                  trainer.global_step)
+    with fault_tolerance.TerminationSignal() as termination:
+      runner = _ExperimentRunner(
+          termination, distribution_strategy=strategy, task=task, mode=mode,
+          params=runner_params, model_dir=model_dir, trainer=trainer,
+          save_summary=chief,
+          train_actions=[progress] if progress else None)
+      try:
+        model, _ = runner.run()
+      finally:
+        if not chief and runner.checkpoint_manager:
+          shutil.rmtree(runner.checkpoint_manager.directory,
+                        ignore_errors=True)
   return TrainResult(model, trainer, progress)
 
 
@@ -122,5 +226,12 @@ def main(flags_obj):
   logging.info("Experiment %s, strategy %s, model_dir %s",
                flags_obj.experiment, params.runtime.distribution_strategy,
                flags_obj.model_dir)
-  run(params, flags_obj.model_dir, flags_obj.mode or "train")
+  try:
+    run(params, flags_obj.model_dir, flags_obj.mode or "train")
+  except fault_tolerance.TrainingPreempted as stopped:
+    print(f"cmlm train: {stopped}", file=sys.stderr, flush=True)
+    sys.exit(143)  # 128 + SIGTERM, as if the signal had ended the process
+  except fault_tolerance.NonFiniteTrainingError as error:
+    print(f"cmlm train: error: {error}", file=sys.stderr, flush=True)
+    sys.exit(1)
   print(f"Checkpoints and TensorBoard summaries are in {flags_obj.model_dir}")

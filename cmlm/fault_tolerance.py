@@ -1,0 +1,220 @@
+"""Preemption, crashes and numerical faults in training runs.
+
+- `TerminationSignal`: SIGTERM sets a flag instead of killing the process;
+  `PreemptionCheckpoint`, an orbit train action, then saves a checkpoint after
+  the current loop of `trainer.steps_per_loop` steps (on every worker, when
+  any worker got the signal) and ends the run with `TrainingPreempted`.
+- Checkpoints are atomic: TensorFlow writes a checkpoint's data files, then
+  its index (through a temporary name and a rename), and only then the
+  `checkpoint` state file that names the latest one (again a temporary file
+  and a rename). A crash at any point leaves "latest" naming the previous,
+  complete checkpoint; `repair_checkpoint_state` removes what such a crash
+  leaves behind and, should the state file itself be unreadable or name a
+  checkpoint whose files are gone, points it at the newest complete one.
+- `DeferredUpdate` and `all_replicas_finite`: the non-finite guard of
+  `CmlmTrainer` (a non-finite loss or gradient stops training, or its batch
+  is skipped).
+"""
+import os
+import re
+import shutil
+import signal
+import threading
+
+from absl import logging
+import tensorflow as tf
+
+# What a save interrupted by a crash can leave in a model_dir: the shards
+# directory, a half-written index, a half-written state file.
+_SAVE_LEFTOVERS = re.compile(
+    r"ckpt-\d+_temp|ckpt-\d+\.index\.tempstate\d*|checkpoint\.tmp[0-9a-f]*")
+_DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
+
+
+class TrainingPreempted(Exception):
+  """SIGTERM stopped training after a checkpoint; the same run resumes it."""
+
+  def __init__(self, step: int, checkpoint: str):
+    super().__init__(f"Stopped by SIGTERM at step {step} after saving "
+                     f"{checkpoint}; run the same command to resume.")
+    self.step = step
+    self.checkpoint = checkpoint
+
+
+class NonFiniteTrainingError(FloatingPointError):
+  """A training step had a non-finite loss or gradient."""
+
+  def __init__(self, step: int, count: int):
+    super().__init__(
+        f"Training stopped: the loss or a gradient was not finite at step "
+        f"{step} ({count} such step(s) in this loop); no checkpoint was saved "
+        "after it, so the latest checkpoint is the last good one. Set "
+        "task.skip_non_finite_batches=true to skip such batches instead.")
+    self.step = step
+
+
+class TerminationSignal:
+  """While entered, SIGTERM sets `received` instead of ending the process."""
+
+  def __init__(self):
+    self.received = False
+    self._previous = None
+
+  def _handle(self, signum, frame):
+    del frame
+    logging.warning("Signal %d received: saving a checkpoint after this "
+                    "loop, then stopping.", signum)
+    self.received = True
+
+  def __enter__(self):
+    # Python signal handlers can only be set from the main thread.
+    if threading.current_thread() is threading.main_thread():
+      self._previous = signal.signal(signal.SIGTERM, self._handle)
+    return self
+
+  def __exit__(self, *exc_info):
+    if self._previous is not None:
+      signal.signal(signal.SIGTERM, self._previous)
+      self._previous = None
+
+
+def num_workers(strategy: tf.distribute.Strategy) -> int:
+  """How many worker processes train together under `strategy`."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+    return 1
+  jobs = resolver.cluster_spec().as_dict()
+  return max(1, len(jobs.get("worker", [])) + len(jobs.get("chief", [])))
+
+
+def any_worker(strategy: tf.distribute.Strategy, flag: bool) -> bool:
+  """True on every worker when `flag` is true on any of them (a collective)."""
+  if num_workers(strategy) == 1:
+    return flag
+  value = strategy.run(lambda: tf.constant(int(flag)))
+  return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None))
+
+
+class PreemptionCheckpoint:
+  """Orbit train action: after SIGTERM, save a checkpoint and stop.
+
+  Runs after each loop on every worker; the flag is agreed across workers so
+  that all of them join the (collective) save.
+  """
+
+  def __init__(self, termination: TerminationSignal, strategy,
+               checkpoint_manager: tf.train.CheckpointManager,
+               global_step: tf.Variable):
+    self._termination = termination
+    self._strategy = strategy
+    self._manager = checkpoint_manager
+    self._global_step = global_step
+
+  def __call__(self, output):
+    del output
+    if not any_worker(self._strategy, self._termination.received):
+      return
+    step = int(self._global_step.numpy())
+    path = self._manager.save(checkpoint_number=step, check_interval=False)
+    raise TrainingPreempted(step, path or self._manager.latest_checkpoint)
+
+
+def checkpoint_is_complete(prefix: str) -> bool:
+  """True when the index and every data shard of checkpoint `prefix` exist."""
+  directory, name = os.path.split(prefix)
+  if not tf.io.gfile.exists(prefix + ".index"):
+    return False
+  shards = [_DATA_FILE.search(f) for f in tf.io.gfile.listdir(directory or ".")
+            if f.startswith(name + ".data-")]
+  shards = [m for m in shards if m]
+  return bool(shards) and len(shards) == int(shards[0].group(2))
+
+
+def _checkpoints_on_disk(model_dir: str):
+  """Complete `ckpt-N` prefixes in `model_dir`, oldest first."""
+  numbers = [int(m.group(1)) for m in
+             (re.fullmatch(r"ckpt-(\d+)\.index", f)
+              for f in tf.io.gfile.listdir(model_dir)) if m]
+  prefixes = [os.path.join(model_dir, f"ckpt-{n}") for n in sorted(numbers)]
+  return [p for p in prefixes if checkpoint_is_complete(p)]
+
+
+def repair_checkpoint_state(model_dir: str) -> None:
+  """Leaves `model_dir` ready to resume after a crash at any point.
+
+  Removes the temporary files of an interrupted save; if the `checkpoint`
+  state file cannot be read or its latest checkpoint is incomplete, rewrites
+  it (atomically) to name the newest complete checkpoint on disk.
+  """
+  if not tf.io.gfile.isdir(model_dir):
+    return
+  for name in tf.io.gfile.listdir(model_dir):
+    if _SAVE_LEFTOVERS.fullmatch(name.rstrip("/")):
+      path = os.path.join(model_dir, name.rstrip("/"))
+      logging.warning("Removing %s, left by an interrupted checkpoint save.",
+                      path)
+      if tf.io.gfile.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+      else:
+        tf.io.gfile.remove(path)
+  try:
+    state = tf.train.get_checkpoint_state(model_dir)
+  except Exception as error:  # pylint: disable=broad-except
+    logging.warning("The checkpoint state file of %s is unreadable (%s).",
+                    model_dir, error)
+    state = None
+  latest = state.model_checkpoint_path if state else None
+  if latest and not os.path.isabs(latest):
+    latest = os.path.join(model_dir, latest)
+  if latest and checkpoint_is_complete(latest):
+    return
+  complete = _checkpoints_on_disk(model_dir)
+  if not complete:
+    if latest or tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
+      logging.warning("No complete checkpoint in %s: training starts over.",
+                      model_dir)
+      tf.io.gfile.remove(os.path.join(model_dir, "checkpoint"))
+    return
+  logging.warning("The latest checkpoint of %s (%s) is missing or incomplete;"
+                  " resuming from %s.", model_dir, latest, complete[-1])
+  tf.compat.v1.train.update_checkpoint_state(
+      model_dir, complete[-1], all_model_checkpoint_paths=complete)
+
+
+class DeferredUpdate:
+  """Stands in for the optimizer in a task's train step, applying nothing.
+
+  Model Garden's `Task.train_step` ends with `optimizer.apply_gradients`;
+  this keeps the gradients instead, so that the trainer can check them and
+  apply them itself. `isinstance` sees the wrapped optimizer's class: the
+  step looks for a `LossScaleOptimizer` to scale the loss (float16).
+  """
+
+  def __init__(self, optimizer):
+    self._optimizer = optimizer
+    self.gradients = None
+
+  @property
+  def __class__(self):
+    return type(self._optimizer)
+
+  def __getattr__(self, name):
+    return getattr(self._optimizer, name)
+
+  def apply_gradients(self, grads_and_vars, *args, **kwargs):
+    del args, kwargs
+    self.gradients = [gradient for gradient, _ in grads_and_vars]
+
+
+def all_replicas_finite(loss, gradients=()) -> tf.Tensor:
+  """Whether `loss` and `gradients` are finite on every replica (a bool)."""
+  local = tf.math.is_finite(loss)
+  gradients = [g for g in gradients if g is not None]
+  if gradients:
+    local = tf.logical_and(
+        local, tf.math.is_finite(tf.linalg.global_norm(gradients)))
+  non_finite = tf.cast(tf.logical_not(local), tf.int32)
+  context = tf.distribute.get_replica_context()
+  if context is not None and context.num_replicas_in_sync > 1:
+    non_finite = context.all_reduce(tf.distribute.ReduceOp.SUM, non_finite)
+  return tf.equal(non_finite, 0)

@@ -1,0 +1,113 @@
+"""A training process for the multi-worker test: `python tests/train_worker.py`.
+
+Trains a tiny CMLM with `cmlm.train.run` under the strategy of `--strategy`
+(`multi_worker_mirrored` reads `TF_CONFIG`) and writes the losses it saw to
+`--result` as JSON.
+
+Test-only input path: `tf.distribute` gives each worker its own input
+pipeline, whose batches cannot equal a single process's global batch. Here
+every worker builds the full global batch of the real, seeded pipeline and
+keeps its slice of it, so the 2-worker run and a 1-process run see the same
+global batches and must reach the same loss.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import tensorflow as tf  # noqa: E402
+import tf_keras  # noqa: E402
+
+from cmlm import cmlm_task  # noqa: E402
+from cmlm import train  # noqa: E402
+from data_pipelines import cmlm_dataloader  # noqa: E402
+from experiments import cmlm_experiments  # noqa: E402
+from official.core import exp_factory  # noqa: E402
+from official.core import task_factory  # noqa: E402
+
+
+class GlobalBatchSliceConfig(cmlm_task.CmlmTaskConfig):
+  """`CmlmTaskConfig` whose input pipelines slice one global batch."""
+
+
+@task_factory.register_task_cls(GlobalBatchSliceConfig)
+class GlobalBatchSliceTask(cmlm_task.CmlmTask):
+  """Each input pipeline keeps its slice of the whole, seeded global batch."""
+
+  def build_model(self):
+    """The model with every variable made now, before later random draws
+    (which differ between strategies) could change the initial values."""
+    model = super().build_model()
+    data = self.task_config.train_data
+    ids = tf.fill([1, data.seq_length], 5)
+    positions = tf.ones([1, data.max_predictions_per_seq], tf.int32)
+    features = {f"{p}_input_{name}": value for p in ("s1", "s2")
+                for name, value in (("word_ids", ids),
+                                    ("mask", tf.ones_like(ids)),
+                                    ("type_ids", tf.zeros_like(ids)))}
+    model(dict(features, masked_lm_positions=positions,
+               masked_lm_ids=positions,
+               masked_lm_weights=tf.ones_like(positions, tf.float32)))
+    return model
+
+  def build_inputs(self, params, input_context=None):
+    dataset = cmlm_dataloader.CmlmDataLoader(params).load(None)
+    if not input_context or input_context.num_input_pipelines == 1:
+      return dataset
+    size = params.global_batch_size // input_context.num_input_pipelines
+    start = input_context.input_pipeline_id * size
+    return dataset.map(lambda features: {
+        key: value[start:start + size] for key, value in features.items()})
+
+
+def experiment(train_steps: int, global_batch_size: int = 8):
+  """A tiny, deterministic experiment (no dropout, seeded data)."""
+  params = exp_factory.get_exp_config("cmlm/tiny")
+  vocab_size = cmlm_experiments.vocab_size_of(cmlm_experiments.EMBEDDED_VOCAB)
+  params.override({
+      "task": {"model": {"encoder": {
+          "vocab_size": vocab_size, "hidden_size": 16, "num_layers": 1,
+          "num_attention_heads": 2, "intermediate_size": 32,
+          "dropout_rate": 0.0, "attention_dropout_rate": 0.0}},
+               "train_data": {"global_batch_size": global_batch_size,
+                              "seq_length": 16, "max_predictions_per_seq": 5,
+                              "seed": 3}},
+      "trainer": {"train_steps": train_steps, "steps_per_loop": 2,
+                  "summary_interval": 2, "checkpoint_interval": train_steps,
+                  # Plain SGD: Adam's first steps (~lr * sign(gradient)) would
+                  # turn rounding noise in tiny gradients into lr-sized steps.
+                  "optimizer_config": {
+                      "optimizer": {"type": "sgd"},
+                      "learning_rate": {"type": "constant",
+                                        "constant": {"learning_rate": 1.0}},
+                      "warmup": {"type": None}}}})
+  return params
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--result", required=True)
+  parser.add_argument("--strategy", default="one_device")
+  parser.add_argument("--train_steps", type=int, default=4)
+  args = parser.parse_args()
+  tf_keras.utils.set_random_seed(1)  # the same initial weights everywhere
+  params = experiment(args.train_steps)
+  task = GlobalBatchSliceConfig()
+  task.override(params.task.as_dict())
+  params.task = task
+  params.runtime.distribution_strategy = args.strategy
+  result = train.run(params, args.model_dir)
+  strategy = result.trainer.strategy
+  with open(args.result, "w", encoding="utf-8") as f:
+    json.dump(dict(first_loss=result.progress.first_loss,
+                   last_loss=result.progress.last_loss,
+                   step=int(result.trainer.global_step.numpy()),
+                   replicas=strategy.num_replicas_in_sync), f)
+
+
+if __name__ == "__main__":
+  main()
