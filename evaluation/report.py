@@ -45,14 +45,16 @@ def build_report(model: str, results: Dict[str, dict]) -> dict:
 def markdown_table(report: dict) -> str:
   lines = [f"# Evaluation of `{report['model']}`", "",
            f"{report['created']}", "",
-           "| task | paper | metric | score | examples | seconds |",
-           "|---|---|---|---:|---:|---:|"]
+           "| task | paper | metric | score | examples | evaluated on | "
+           "seconds |",
+           "|---|---|---|---:|---:|---|---:|"]
   for name, result in report["tasks"].items():
     size = next((result[key] for key in ("num_pairs", "num_examples",
                                          "num_test", "num_gold",
                                          "num_sentences") if key in result), "")
     lines.append(f"| {name} | {result['paper']} | {result['headline']} | "
                  f"{_figure(result.get(result['headline']))} | {size} | "
+                 f"{result.get('evaluated_on', '')} | "
                  f"{_figure(result.get('seconds'))} |")
   lines += _details(report["tasks"])
   return "\n".join(lines) + "\n"

@@ -112,6 +112,19 @@ def _read_pool(_, options):
   return {"data": pool, "files": list(paths.values())}
 
 
+def _evaluate_scored_pairs(encoder, pairs, options):
+  result = sts.evaluate_pairs(encoder, pairs, options.batch_size)
+  result["evaluated_on"] = pairs.name  # the file: test, else dev
+  return result
+
+
+def _evaluate_without_split(encoder, examples, options):
+  result = transfer.evaluate_without_split(encoder, examples,
+                                           options.batch_size)
+  result["evaluated_on"] = f"{result['folds']}-fold cross-validation"
+  return result
+
+
 def _evaluate_split(encoder, data, options):
   result = transfer.evaluate_with_split(encoder, data["train"], data["test"],
                                         data["dev"], options.batch_size)
@@ -127,8 +140,7 @@ def _sts_year(year):
 
 def _polarity(name, directory):
   return Task(name, "table 1", "accuracy", f"transfer/{directory}",
-              _read_polarity, lambda e, d, o: transfer.evaluate_without_split(
-                  e, d, o.batch_size))
+              _read_polarity, _evaluate_without_split)
 
 
 TASKS: Dict[str, Task] = {task.name: task for task in [
@@ -136,11 +148,11 @@ TASKS: Dict[str, Task] = {task.name: task for task in [
     Task("sts-b", "table 2", "spearman", "sts/STSBenchmark",
          _read_scored_pairs(sts_readers.read_sts_benchmark,
                             ["sts-test.csv", "sts-dev.csv"]),
-         lambda e, d, o: sts.evaluate_pairs(e, d, o.batch_size)),
+         _evaluate_scored_pairs),
     Task("sick-r", "table 2", "spearman", "sts/SICK",
          _read_scored_pairs(sts_readers.read_sick,
                             ["SICK_test_annotated.txt", "SICK_trial.txt"]),
-         lambda e, d, o: sts.evaluate_pairs(e, d, o.batch_size)),
+         _evaluate_scored_pairs),
     _polarity("mr", "MR"), _polarity("cr", "CR"), _polarity("subj", "SUBJ"),
     _polarity("mpqa", "MPQA"),
     Task("sst2", "table 1", "accuracy", "transfer/SST/binary",

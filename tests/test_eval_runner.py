@@ -61,7 +61,8 @@ def test_report_holds_every_task_in_json_and_markdown(tmp_path):
   assert saved["tasks"]["cr"]["data"][0].endswith("custrev.pos")
   markdown = (tmp_path / "report" / "report.md").read_text()
   assert "| sts-b | table 2 | spearman |" in markdown
-  assert "| cr | table 1 | accuracy | 100.00 | 64 |" in markdown
+  assert ("| cr | table 1 | accuracy | 100.00 | 64 | 10-fold "
+          "cross-validation |") in markdown
 
 
 def test_groups_skip_missing_data_but_named_tasks_need_it(tmp_path):
