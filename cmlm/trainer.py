@@ -11,6 +11,8 @@
     `NonFiniteTrainingError` naming the step, before any checkpoint is saved,
     or, with `task.skip_non_finite_batches`, the step is skipped and counted
     (`skipped_batches` in the logs);
+  * every model variable made before a checkpoint is restored (see
+    `_build_model_variables`);
   * the input position in the checkpoint: with one replica in all (CPU, one
     GPU), the trainer iterates the task's `tf.data` dataset itself and saves
     the iterator with the model, so a resumed run continues the data stream
@@ -71,6 +73,7 @@ class CmlmTrainer(base_trainer.Trainer):
     self._forward_backward = (
         tf.function(self._forward_backward_step, jit_compile=True)
         if self.jit_compile else self._forward_backward_step)
+    self._build_model_variables(train)
     self._non_finite_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
     self._first_non_finite_step = tf.Variable(-1, dtype=tf.int64,
                                               trainable=False)
@@ -79,6 +82,22 @@ class CmlmTrainer(base_trainer.Trainer):
       # model and continues where the checkpoint was taken.
       self._train_iter = iter(self.train_dataset)
       self.checkpoint.train_data_iterator = self._train_iter
+
+  def _build_model_variables(self, train: bool):
+    """Calls the model once on zeros shaped like a batch of its data.
+
+    Every variable then exists before orbit restores a checkpoint (or the
+    task loads `init_checkpoint`) into the model: a layer that made its
+    variables at its first call, inside the train step, would otherwise
+    start from fresh random values (`ProjectionHead` builds its MLPs so).
+    """
+    spec = (self.train_dataset if train else self.eval_dataset).element_spec
+    if isinstance(spec, tuple) and len(spec) == 2:
+      spec = spec[0]  # (features, labels)
+    def zeros(spec):
+      spec = getattr(spec, "_value_specs", [spec])[0]  # PerReplicaSpec
+      return tf.zeros([1 if d is None else d for d in spec.shape], spec.dtype)
+    self.model(tf.nest.map_structure(zeros, spec), training=False)
 
   @property
   def input_in_checkpoint(self) -> bool:

@@ -29,6 +29,32 @@ from official.core import exp_factory  # noqa: E402
 from official.core import task_factory  # noqa: E402
 
 
+def build_all_variables(model, data_config):
+  """Calls `model` once on a dummy batch, so that all its variables exist."""
+  ids = tf.fill([1, data_config.seq_length], 5)
+  positions = tf.ones([1, data_config.max_predictions_per_seq], tf.int32)
+  features = {f"{p}_input_{name}": value for p in ("s1", "s2")
+              for name, value in (("word_ids", ids),
+                                  ("mask", tf.ones_like(ids)),
+                                  ("type_ids", tf.zeros_like(ids)))}
+  model(dict(features, masked_lm_positions=positions, masked_lm_ids=positions,
+             masked_lm_weights=tf.ones_like(positions, tf.float32)))
+  return model
+
+
+def write_initial_checkpoint(params, *model_dirs: str):
+  """Writes the same random initial weights as `ckpt-0` in each model_dir, so
+  that runs in different processes start from the same weights (a training
+  run resumes from them; `task.init_checkpoint` would miss the variables
+  that the model makes at its first call)."""
+  model = build_all_variables(cmlm_task.CmlmTask(params.task).build_model(),
+                              params.task.train_data)
+  checkpoint = tf.train.Checkpoint(model=model, **model.checkpoint_items)
+  for model_dir in model_dirs:
+    tf.train.CheckpointManager(checkpoint, model_dir, max_to_keep=1).save(
+        checkpoint_number=0)
+
+
 class GlobalBatchSliceConfig(cmlm_task.CmlmTaskConfig):
   """`CmlmTaskConfig` whose input pipelines slice one global batch."""
 
@@ -40,18 +66,8 @@ class GlobalBatchSliceTask(cmlm_task.CmlmTask):
   def build_model(self):
     """The model with every variable made now, before later random draws
     (which differ between strategies) could change the initial values."""
-    model = super().build_model()
-    data = self.task_config.train_data
-    ids = tf.fill([1, data.seq_length], 5)
-    positions = tf.ones([1, data.max_predictions_per_seq], tf.int32)
-    features = {f"{p}_input_{name}": value for p in ("s1", "s2")
-                for name, value in (("word_ids", ids),
-                                    ("mask", tf.ones_like(ids)),
-                                    ("type_ids", tf.zeros_like(ids)))}
-    model(dict(features, masked_lm_positions=positions,
-               masked_lm_ids=positions,
-               masked_lm_weights=tf.ones_like(positions, tf.float32)))
-    return model
+    return build_all_variables(super().build_model(),
+                               self.task_config.train_data)
 
   def build_inputs(self, params, input_context=None):
     dataset = cmlm_dataloader.CmlmDataLoader(params).load(None)
