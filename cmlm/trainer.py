@@ -40,6 +40,7 @@ class CmlmTrainer(base_trainer.Trainer):
   """`base_trainer.Trainer` + examples/s, XLA, non-finite guard, input state."""
 
   first_step_of_run = None  # the step this process started (or resumed) at
+  skipped_batches = 0  # batches skipped as non-finite by this process
 
   def __init__(self, config, task, model, optimizer, train=True,
                evaluate=True, train_dataset=None, validation_dataset=None,
@@ -123,6 +124,7 @@ class CmlmTrainer(base_trainer.Trainer):
                       "gradient, the first at step %d.", count,
                       int(self._first_non_finite_step.numpy()))
     logs["skipped_batches"] = count
+    self.skipped_batches += count
     start_time, start_step = self._loop_start
     elapsed = time.perf_counter() - start_time
     steps = int(self.global_step.numpy()) - start_step
