@@ -47,6 +47,15 @@ class CmlmTrainer(base_trainer.Trainer):
                checkpoint_exporter=None):
     strategy = tf.distribute.get_strategy()
     self._is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+    self.jit_compile = config.runtime.enable_xla and not self._is_tpu
+    if self.jit_compile and strategy.num_replicas_in_sync > 1 and all(
+        "CPU" in d.upper() for d in strategy.extended.worker_devices):
+      raise ValueError(
+          "runtime.enable_xla: XLA cannot compile one step for several CPU "
+          "devices of one process; use one_device (or GPUs) with XLA.")
+    if self._is_tpu and _skips_non_finite(config):
+      raise ValueError("task.skip_non_finite_batches is not supported on "
+                       "TPUs; leave it false to stop at a non-finite step.")
     self._input_in_checkpoint = (train and train_dataset is None and
                                  strategy.num_replicas_in_sync == 1 and
                                  not self._is_tpu)
@@ -62,15 +71,6 @@ class CmlmTrainer(base_trainer.Trainer):
                      evaluate=evaluate, train_dataset=train_dataset,
                      validation_dataset=validation_dataset,
                      checkpoint_exporter=checkpoint_exporter)
-    if self._is_tpu and _skips_non_finite(config):
-      raise ValueError("task.skip_non_finite_batches is not supported on "
-                       "TPUs; leave it false to stop at a non-finite step.")
-    self.jit_compile = config.runtime.enable_xla and not self._is_tpu
-    if self.jit_compile and strategy.num_replicas_in_sync > 1 and all(
-        "CPU" in d.upper() for d in strategy.extended.worker_devices):
-      raise ValueError(
-          "runtime.enable_xla: XLA cannot compile one step for several CPU "
-          "devices of one process; use one_device (or GPUs) with XLA.")
     self._forward_backward = (
         tf.function(self._forward_backward_step, jit_compile=True)
         if self.jit_compile else self._forward_backward_step)

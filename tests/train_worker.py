@@ -1,8 +1,9 @@
-"""A training process for the multi-worker test: `python tests/train_worker.py`.
+"""Tiny deterministic training for the scale-out and fault tests.
 
-Trains a tiny CMLM with `cmlm.train.run` under the strategy of `--strategy`
-(`multi_worker_mirrored` reads `TF_CONFIG`) and writes the losses it saw to
-`--result` as JSON.
+As a script (`python tests/train_worker.py`), one training process of the
+multi-worker test: trains a tiny CMLM with `cmlm.train.run` under the
+strategy of `--strategy` (`multi_worker_mirrored` reads `TF_CONFIG`) and
+writes the losses it saw to `--result` as JSON.
 
 Test-only input path: `tf.distribute` gives each worker its own input
 pipeline, whose batches cannot equal a single process's global batch. Here
@@ -23,10 +24,12 @@ import tf_keras  # noqa: E402
 
 from cmlm import cmlm_task  # noqa: E402
 from cmlm import train  # noqa: E402
+from cmlm.trainer import CmlmTrainer  # noqa: E402
 from data_pipelines import cmlm_dataloader  # noqa: E402
 from experiments import cmlm_experiments  # noqa: E402
 from official.core import exp_factory  # noqa: E402
 from official.core import task_factory  # noqa: E402
+from official.core import train_utils  # noqa: E402
 
 
 def build_all_variables(model, data_config):
@@ -101,6 +104,15 @@ def experiment(train_steps: int, global_batch_size: int = 8):
                                         "constant": {"learning_rate": 1.0}},
                       "warmup": {"type": None}}}})
   return params
+
+
+def make_trainer(params, strategy=None) -> CmlmTrainer:
+  """The run's `CmlmTrainer` (one CPU by default), without orbit's loop."""
+  strategy = strategy or tf.distribute.OneDeviceStrategy("/cpu:0")
+  with strategy.scope():
+    task = task_factory.get_task(params.task)
+    return train_utils.create_trainer(params, task, train=True,
+                                      evaluate=False, trainer_cls=CmlmTrainer)
 
 
 def main():
