@@ -47,7 +47,9 @@ class CmlmDataConfig(cfg.DataConfig):
 
   `input_path` is a text corpus path spec (file, directory of *.txt, glob, or
   comma-separated list) or TFRecord files of pairs (*.tfrecord,
-  *.tfrecord-*); alternatively `tfds_name`/`tfds_split`/`tfds_data_dir` name a
+  *.tfrecord-*); a line of a text file that is not UTF-8 fails the run, or
+  with `skip_invalid_lines` is skipped and counted (`CorpusStats`);
+  alternatively `tfds_name`/`tfds_split`/`tfds_data_dir` name a
   TFDS dataset whose `text_feature` holds one document per example. `split`
   selects documents by a hash of their text: 'train' and 'heldout' partition
   them with `heldout_percent` percent held out; 'all' keeps every document.
@@ -58,6 +60,7 @@ class CmlmDataConfig(cfg.DataConfig):
   `tokenization.huggingface_normalize`.
   """
   input_path: str = ''
+  skip_invalid_lines: bool = False
   text_feature: str = 'text'
   vocab_file: str = ''
   lower_case: bool = True
@@ -138,8 +141,9 @@ class CmlmDataLoader(data_loader.DataLoader):
           params.split, params.heldout_percent)
     else:
       source = params.input_path
-      documents = corpus.read_documents(params.input_path, params.split,
-                                        params.heldout_percent, stats)
+      documents = corpus.read_documents(
+          params.input_path, params.split, params.heldout_percent, stats,
+          skip_invalid_lines=params.skip_invalid_lines)
     pairs = list(corpus.sentence_pairs(
         corpus.sentence_documents(documents, stats), stats))
     if not pairs:

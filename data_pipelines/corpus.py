@@ -42,12 +42,15 @@ class CorpusStats:
   skipped_single_sentence_documents: int = 0
   sentences: int = 0
   pairs: int = 0
+  skipped_invalid_lines: int = 0  # not UTF-8, with skip_invalid_lines
 
   def __str__(self):
+    invalid = (f', {self.skipped_invalid_lines} lines that are not UTF-8 '
+               'skipped' if self.skipped_invalid_lines else '')
     return (f'{self.files} files, {self.documents} documents with 2+ '
             f'sentences ({self.skipped_single_sentence_documents} '
             f'single-sentence documents skipped), {self.sentences} sentences, '
-            f'{self.pairs} sentence pairs')
+            f'{self.pairs} sentence pairs{invalid}')
 
 
 def _has_glob_characters(part: str) -> bool:
@@ -90,18 +93,27 @@ def expand_path_spec(path_spec: str) -> List[str]:
   return list(dict.fromkeys(files))  # Drops repeats, keeps the order.
 
 
-def _file_documents(path: str) -> Iterator[str]:
-  """Yields the blank-line separated documents of one UTF-8 text file."""
+def _file_documents(path: str, stats: CorpusStats,
+                    skip_invalid_lines: bool = False) -> Iterator[str]:
+  """Yields the blank-line separated documents of one UTF-8 text file.
+
+  A line that is not UTF-8 fails the file, or with `skip_invalid_lines` is
+  skipped (it neither joins nor ends a document) and counted in `stats`.
+  """
   lines = []
   with open(path, 'rb') as f:
     for line_number, raw_line in enumerate(f, start=1):
       try:
         line = raw_line.decode('utf-8-sig' if line_number == 1 else 'utf-8')
       except UnicodeDecodeError as e:
+        if skip_invalid_lines:
+          stats.skipped_invalid_lines += 1
+          continue
         raise CorpusError(
             f'The corpus file {path!r} is not UTF-8 text (byte '
             f'{raw_line[e.start:e.start + 1]!r} on line {line_number}); '
-            'convert it to UTF-8.') from None
+            'convert it to UTF-8, or set skip_invalid_lines to skip and count '
+            'such lines.') from None
       if line.strip():
         lines.append(line)
       elif lines:
@@ -113,8 +125,12 @@ def _file_documents(path: str) -> Iterator[str]:
 
 def read_documents(path_spec: str, split: str = 'all',
                    heldout_percent: int = 0,
-                   stats: Optional[CorpusStats] = None) -> Iterator[str]:
+                   stats: Optional[CorpusStats] = None,
+                   skip_invalid_lines: bool = False) -> Iterator[str]:
   """Yields the text of every document of `split` in the corpus `path_spec`.
+
+  `skip_invalid_lines`: skip (and count in `stats`) lines that are not UTF-8
+  instead of failing on them.
 
   Raises:
     CorpusError: a path does not exist, a file is not UTF-8 text, the corpus
@@ -128,7 +144,7 @@ def read_documents(path_spec: str, split: str = 'all',
     found_text = False
     for path in paths:
       stats.files += 1
-      for document in _file_documents(path):
+      for document in _file_documents(path, stats, skip_invalid_lines):
         found_text = True
         yield document
     if not found_text:

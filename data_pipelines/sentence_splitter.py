@@ -28,8 +28,11 @@ _OPENERS = _OPENING_QUOTES + '_*'
 _CLOSING_QUOTES = '"\'”’)]'
 
 # A sentence terminator run, its closing quotes or brackets, then whitespace.
+# A match starts only where a run starts (the lookbehind): otherwise a long
+# run of periods with no whitespace after it would be rescanned from each of
+# its characters, quadratic time (a hang on a line of "....").
 _BOUNDARY = re.compile(
-    r'([.!?]+)([' + re.escape(_CLOSING_QUOTES) + r']*)\s+')
+    r'(?<![.!?])([.!?]+)([' + re.escape(_CLOSING_QUOTES) + r']*)\s+')
 # Dotted acronyms such as "U.S" or "a.m" (the final period is not included).
 _DOTTED_ACRONYM = re.compile(r'^(?:[^\W\d_]\.)+[^\W\d_]$')
 _WHITESPACE = re.compile(r'\s+')
