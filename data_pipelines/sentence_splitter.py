@@ -36,6 +36,8 @@ _BOUNDARY = re.compile(
 # Dotted acronyms such as "U.S" or "a.m" (the final period is not included).
 _DOTTED_ACRONYM = re.compile(r'^(?:[^\W\d_]\.)+[^\W\d_]$')
 _WHITESPACE = re.compile(r'\s+')
+# Longer than any abbreviation or dotted acronym worth keeping.
+_LONGEST_WORD = 64
 
 
 def normalize_whitespace(text: str) -> str:
@@ -85,8 +87,10 @@ def split_sentences(text: str) -> List[str]:
     if not _starts_sentence(text, match.end()):
       continue
     terminator, closing = match.group(1), match.group(2)
-    if (terminator == '.' and not closing and
-        _is_abbreviation(text[start:match.start()])):
+    # Only the last word counts; a bounded window keeps a long run of
+    # abbreviations ("Mr. A Mr. A ...") linear, not quadratic.
+    if (terminator == '.' and not closing and _is_abbreviation(
+        text[max(start, match.start() - _LONGEST_WORD):match.start()])):
       continue
     sentences.append(text[start:match.end(2)])
     start = match.end()
