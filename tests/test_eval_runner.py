@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+import tensorflow as tf
 
 from evaluation import encoders
 from evaluation import runner
@@ -113,7 +114,7 @@ def test_max_examples_draws_a_fixed_subset_of_each_split(tmp_path):
                         show_progress=False)
   first = runner.run_evaluation("toy", ["sts-b", "cr"], options, data_dir,
                                 encoder=bag_of_words_encoder)
-  again = runner.run_evaluation("toy", ["sts-b", "cr"], options, data_dir,
+  again = runner.run_evaluation("toy", ["sts-b"], options, data_dir,
                                 encoder=bag_of_words_encoder)
   assert first["tasks"]["sts-b"]["num_pairs"] == 20
   assert first["tasks"]["cr"]["num_examples"] == 20
@@ -154,3 +155,41 @@ def test_main_reads_its_flags_and_fails_on_the_data_first(tmp_path):
   flags.model = None
   with pytest.raises(ValueError, match="--model is required"):
     runner.main(flags)
+
+
+class _Preprocessor(tf.Module):
+  """A TF-Hub style preprocessor: strings -> input_word_ids [batch, 2]."""
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  def __call__(self, sentences):
+    length = tf.strings.length(sentences)
+    ids = tf.stack([length, 2 * length], axis=1)
+    return {"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+            "input_type_ids": tf.zeros_like(ids)}
+
+
+class _Encoder(tf.Module):
+  """A TF-Hub style encoder whose "default" is the ids as floats."""
+
+  @tf.function
+  def __call__(self, inputs, training=False):
+    del training
+    return {"default": tf.cast(inputs["input_word_ids"], tf.float32)}
+
+
+def test_tf_hub_pair_in_one_directory_or_two(tmp_path):
+  preprocessor, encoder = _Preprocessor(), _Encoder()
+  ids = tf.TensorSpec([None, None], tf.int32)
+  encoder.__call__.get_concrete_function(  # traces the one call TF-Hub makes
+      {"input_word_ids": ids, "input_mask": ids, "input_type_ids": ids},
+      training=False)
+  tf.saved_model.save(preprocessor, str(tmp_path / "pair" / "preprocessor"))
+  tf.saved_model.save(encoder, str(tmp_path / "pair" / "encoder"))
+  sentences = ["abc", "", "a longer one"]
+  expected = [[3, 6], [0, 0], [12, 24]]
+  for model in (str(tmp_path / "pair"), f"{tmp_path}/pair/encoder,"
+                f"{tmp_path}/pair/preprocessor"):
+    encode = encoders.load_encoder(model, show_progress=False)
+    np.testing.assert_array_equal(encode(sentences), expected)
+  with pytest.raises(FileNotFoundError, match="nothing is not a SavedModel"):
+    encoders.load_encoder(f"{tmp_path}/pair/encoder,{tmp_path}/nothing")
