@@ -193,3 +193,44 @@ def test_tf_hub_pair_in_one_directory_or_two(tmp_path):
     np.testing.assert_array_equal(encode(sentences), expected)
   with pytest.raises(FileNotFoundError, match="nothing is not a SavedModel"):
     encoders.load_encoder(f"{tmp_path}/pair/encoder,{tmp_path}/nothing")
+
+
+def test_mining_and_language_distribution_from_the_users_files(tmp_path):
+  words = ["cat", "dog", "sun", "car", "tree", "milk", "song", "rain", "sky"]
+  (tmp_path / "source.txt").write_text(
+      "".join(f"s{i}\t{w} {w}\n" for i, w in enumerate(words)))
+  (tmp_path / "target.txt").write_text("".join(f"{w}\n" for w in words[::-1]))
+  (tmp_path / "gold.txt").write_text(
+      "".join(f"s{i}\t{len(words) - i}\n" for i in range(len(words))))
+  (tmp_path / "pool.en").write_text("".join(f"{w}\n" for w in words))
+  (tmp_path / "pool.xx").write_text("".join(f"{w} xx\n" for w in words))
+  options = EvalOptions(
+      report_dir=str(tmp_path / "report"), show_progress=False,
+      mining_source=str(tmp_path / "source.txt"),
+      mining_target=str(tmp_path / "target.txt"),
+      mining_gold=str(tmp_path / "gold.txt"),
+      langdist_pool={"en": str(tmp_path / "pool.en"),
+                     "xx": str(tmp_path / "pool.xx")}, langdist_k=3)
+  vocabulary = {w: i for i, w in enumerate(words + ["xx"])}
+  def one_hot_words(sentences, batch_size=256):
+    del batch_size
+    vectors = np.zeros([len(sentences), len(vocabulary)])
+    for row, sentence in enumerate(sentences):
+      for word in sentence.split():
+        vectors[row, vocabulary[word]] += 1
+    return vectors
+  report = runner.run_evaluation("toy", ["mining", "langdist"], options,
+                                 encoder=one_hot_words)
+  mining = report["tasks"]["mining"]
+  assert mining["f1"] == 100.0 and mining["num_gold"] == len(words)
+  langdist = report["tasks"]["langdist"]
+  assert langdist["uniform_share"] == 50.0
+  with open(tmp_path / "report" / "language_distribution.png", "rb") as f:
+    assert f.read(4) == b"\x89PNG"
+  markdown = (tmp_path / "report" / "report.md").read_text()
+  assert "| ratio margin | 100.00 |" in markdown
+  assert "![langdist](language_distribution.png)" in markdown
+  options.mining_gold = None
+  with pytest.raises(ValueError, match="mining needs all of --mining_source"):
+    runner.run_evaluation("toy", ["mining"], options,
+                          encoder=bag_of_words_encoder)
