@@ -110,6 +110,27 @@ def read_sentences(path: str) -> List[str]:
   return [s[:-1] if s.endswith("\r") else s for s in sentences]
 
 
+def embed_in_batches(embed: Embedder, sentences: List[str], batch_size: int,
+                     on_batch: Callable[[int], None] = lambda size: None
+                     ) -> np.ndarray:
+  """`[len(sentences), hidden]` float32 embeddings, rows in input order.
+
+  Batches hold sentences of similar length, longest first (as
+  sentence-transformers' `encode` does), so that a serving model that pads
+  each batch only to its longest sentence pads little.
+  """
+  order = np.argsort([-len(s) for s in sentences], kind="stable")
+  embeddings = None
+  for start in range(0, len(sentences), batch_size):
+    rows = order[start:start + batch_size]
+    batch = np.asarray(embed([sentences[i] for i in rows]), np.float32)
+    if embeddings is None:
+      embeddings = np.empty([len(sentences), batch.shape[1]], np.float32)
+    embeddings[rows] = batch
+    on_batch(len(rows))
+  return embeddings
+
+
 def encode_file(model: str, input_path: str, output_path: str,
                 batch_size: int = 256, normalize: bool = True,
                 overwrite: bool = False, show_progress: bool = True
@@ -125,13 +146,8 @@ def encode_file(model: str, input_path: str, output_path: str,
   sentences = read_sentences(input_path)
   embed = load_embedder(model)
   progress = progress_lib.Progress(len(sentences), enabled=show_progress)
-  batches = []
-  for start in range(0, len(sentences), batch_size):
-    batch = sentences[start:start + batch_size]
-    batches.append(np.asarray(embed(batch), np.float32))
-    progress.update(len(batch))
+  embeddings = embed_in_batches(embed, sentences, batch_size, progress.update)
   progress.close()
-  embeddings = np.concatenate(batches)
   if normalize:
     norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
     embeddings = embeddings / np.maximum(norms, 1e-12)
