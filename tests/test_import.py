@@ -274,3 +274,13 @@ def test_cli_imports_and_reports_errors_in_one_line(tmp_path):
   errors = [line for line in again.stderr.splitlines()
             if line.startswith("cmlm import: error:")]
   assert len(errors) == 1 and "already exists" in errors[0]
+
+
+def test_seq_length_must_leave_positions_for_the_projections(tmp_path):
+  tiny.write_tiny_bert(str(tmp_path / "hf"))  # 40 positions
+  with pytest.raises(ValueError, match="between 3 and 25"):
+    importer.import_model(str(tmp_path / "hf"), str(tmp_path / "out"),
+                          seq_length=30)
+  result = importer.import_model(str(tmp_path / "hf"), str(tmp_path / "out"),
+                                 seq_length=25)
+  assert result.params.task.train_data.seq_length == 25

@@ -82,12 +82,15 @@ def experiment_config(imported: encoder_weights.ImportedEncoder,
                       num_projections: int = 15) -> cfg.ExperimentConfig:
   """`cmlm/en_base` with the imported encoder, tokenizer and pooling."""
   params = cmlm_experiments.cmlm_en_base()
-  longest = imported.encoder.max_position_embeddings - num_projections
+  # CMLM appends num_projections vectors to a sequence: they need positions.
+  positions = imported.encoder.max_position_embeddings
+  longest = positions - num_projections
+  if seq_length is not None and not 3 <= seq_length <= longest:
+    raise ValueError(f"--seq_length={seq_length} must be between 3 and "
+                     f"{longest} (the source's {positions} positions less "
+                     f"{num_projections} for the projections).")
   seq_length = min(seq_length or imported.seq_length or DEFAULT_SEQ_LENGTH,
                    longest)
-  if seq_length < 3:
-    raise ValueError(f"seq_length {seq_length} leaves no room for a token "
-                     "between [CLS] and [SEP].")
   data = dict(vocab_file=vocab_file, lower_case=imported.lower_case,
               text_normalization=imported.text_normalization,
               seq_length=seq_length,
