@@ -15,10 +15,10 @@
     `_build_model_variables`);
   * the input position in the checkpoint: with one replica in all (CPU, one
     GPU), the trainer iterates the task's `tf.data` dataset itself and saves
-    the iterator with the model, so a resumed run continues the data stream
-    where the checkpoint was taken. `tf.distribute` iterators (several
-    replicas or workers, TPUs) cannot be saved; those runs restart their
-    input pipelines.
+    the iterator with the model (`train_data_iterator`), so a resumed run
+    continues the data stream where the checkpoint was taken.
+    `tf.distribute` iterators (several replicas or workers, TPUs) cannot be
+    saved; those runs restart their input pipelines.
 
 The global step counts batches, skipped ones included; the optimizer's
 `iterations` counts updates.
@@ -92,7 +92,11 @@ class CmlmTrainer(base_trainer.Trainer):
     variables at its first call, inside the train step, would otherwise
     start from fresh random values (`ProjectionHead` builds its MLPs so).
     """
-    spec = (self.train_dataset if train else self.eval_dataset).element_spec
+    dataset = self.train_dataset if train else getattr(self, "eval_dataset",
+                                                         None)
+    if dataset is None:
+      return
+    spec = dataset.element_spec
     if isinstance(spec, tuple) and len(spec) == 2:
       spec = spec[0]  # (features, labels)
     def zeros(spec):
