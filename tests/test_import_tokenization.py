@@ -19,7 +19,9 @@ from export import preprocessor as preprocessor_lib
 from tests import test_import_helpers as tiny
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
-STS_DEV = "/work/shared/data/eval/sts/STSBenchmark/sts-dev.csv"
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
+                       "STSBenchmark", "sts-dev.csv")
 # Where TF Text and Hugging Face differ, and what both must survive.
 AWKWARD = ["Straße Ölçek café naïve", "中文字符 test", "a\x00b\u200bc",
            "hello\u00adworld", "ǅemal ﬁne İstanbul", "x" * 120, "Ⅷ ① ㎞",
