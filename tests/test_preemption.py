@@ -98,8 +98,9 @@ def test_sigkill_during_a_save_then_resume_equals_an_uninterrupted_run(
   assert resumed.trainer.first_step_of_run == step
   assert resumed.trainer.input_in_checkpoint
   assert not [n for n in os.listdir(model_dir) if n.endswith("_temp")]
-  assert resumed.progress.last_loss == pytest.approx(
-      uninterrupted.progress.last_loss, rel=1e-5)
+  # The final weights are the whole state: equal weights mean the resumed
+  # run took the same steps on the same batches. (The last loop's mean loss
+  # is not compared: a resume at an odd step shifts the loop boundaries.)
   expected = all_weights(tmp_path / "uninterrupted")
   got = all_weights(model_dir)
   for name, value in expected.items():
