@@ -4,6 +4,10 @@ The training step compiles with `jit_compile=True` and trains as the plain
 step does; the training input has the static shapes XLA and TPUs need; the
 TPU strategy path takes `--tpu` and fails clearly where there is no TPU.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,6 +17,8 @@ from cmlm import train
 from data_pipelines import cmlm_dataloader
 from official.core import train_utils
 from tests import train_worker
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def train_steps(enable_xla, steps=2):
@@ -62,12 +68,24 @@ def test_training_batches_have_static_shapes_for_xla_and_tpus():
     assert spec["masked_lm_positions"].shape[1] == data.max_predictions_per_seq
 
 
-def test_the_tpu_strategy_takes_tpu_and_fails_clearly_without_one():
+def test_tpu_flags_set_the_tpu_strategy_and_its_address():
   flags_obj = train_utils.ParseConfigOptions(
       experiment="cmlm/tiny", config_file=[], tpu="local")
   flags_obj.strategy = "tpu"
   params = train.parse_params(flags_obj)
   assert params.runtime.distribution_strategy == "tpu"
   assert params.runtime.tpu == "local"
-  with pytest.raises(ValueError, match="No TPU found for --tpu='local'"):
-    train.make_strategy(params)
+
+
+@pytest.mark.slow
+def test_the_tpu_strategy_without_a_tpu_fails_in_one_line(tmp_path):
+  # In a new process: initialising a TPU system touches global TF state.
+  model_dir = tmp_path / "run"
+  result = subprocess.run(
+      [sys.executable, "-m", "cmlm", "train", "--experiment=cmlm/tiny",
+       "--strategy=tpu", "--tpu=local", f"--model_dir={model_dir}"],
+      cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+      capture_output=True, text=True, timeout=180)
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert "cmlm train: error: No TPU found for --tpu='local'" in result.stderr
+  assert not model_dir.exists()
