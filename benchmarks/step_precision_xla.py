@@ -26,6 +26,7 @@ import tf_keras  # noqa: E402
 
 from cmlm import cmlm_task  # noqa: E402
 from cmlm import fault_tolerance  # noqa: E402
+from benchmarks.train_step import random_features  # noqa: E402
 from cmlm import train  # noqa: E402
 from official.core import exp_factory  # noqa: E402
 
@@ -50,20 +51,6 @@ def parse_args():
   parser.add_argument("--peak_tflops", type=float, default=None,
                       help="the device's peak TFLOP/s, for the MFU")
   return parser.parse_args()
-
-
-def random_features(batch, seq_length, masked, vocab_size):
-  ids = tf.random.uniform([batch, seq_length], 5, vocab_size, tf.int32, seed=1)
-  features = {}
-  for prefix in ("s1_", "s2_"):
-    features.update({f"{prefix}input_word_ids": ids,
-                     f"{prefix}input_mask": tf.ones_like(ids),
-                     f"{prefix}input_type_ids": tf.zeros_like(ids)})
-  positions = tf.tile(tf.range(1, masked + 1)[tf.newaxis], [batch, 1])
-  features.update(masked_lm_positions=positions,
-                  masked_lm_ids=tf.gather(ids, positions, batch_dims=1),
-                  masked_lm_weights=tf.ones([batch, masked]))
-  return features
 
 
 def training_flops(params, batch):
@@ -135,7 +122,8 @@ def run(name, jit_compile, precision, args):
     step = make_step(params, jit_compile)
     features = random_features(data.global_batch_size, data.seq_length,
                                data.max_predictions_per_seq,
-                               params.task.model.encoder.vocab_size)
+                               params.task.model.encoder.vocab_size,
+                               prefixes=("s1_", "s2_"))
     start = time.perf_counter()
     float(step(features))
     compile_s = time.perf_counter() - start

@@ -18,6 +18,7 @@ import tf_keras
 from cmlm import cmlm_task
 from data_pipelines import bitext_dataloader
 from data_pipelines import cmlm_dataloader
+from data_pipelines import vocabulary
 from modeling import bitext_loss
 from modeling.multitask_model import CmlmBitextModel
 from official.core import task_factory
@@ -39,8 +40,26 @@ class CmlmBitextTaskConfig(cmlm_task.CmlmTaskConfig):
       cmlm_dataloader.validate_config(self.train_data)
     if "train" in mode and self.bitext_weight > 0:
       bitext_dataloader.validate_config(self.bitext_data)
+    if "train" in mode and self.cmlm_weight > 0 and self.bitext_weight > 0:
+      _check_same_tokenization(self.train_data, self.bitext_data)
     if "eval" in mode:
       cmlm_dataloader.validate_config(self.validation_data)
+
+
+def _check_same_tokenization(cmlm_data, bitext_data) -> None:
+  """One encoder, one embedding table: both objectives tokenize alike."""
+  for field in ("lower_case", "text_normalization"):
+    ours, theirs = getattr(bitext_data, field), getattr(cmlm_data, field)
+    if ours != theirs:
+      raise ValueError(f"task.bitext_data.{field} is {ours!r} but "
+                       f"task.train_data.{field} is {theirs!r}; both feed "
+                       "one encoder and must tokenize alike.")
+  if (cmlm_data.vocab_file != bitext_data.vocab_file and
+      vocabulary.load_vocab(cmlm_data.vocab_file) !=
+      vocabulary.load_vocab(bitext_data.vocab_file)):
+    raise ValueError(f"task.bitext_data.vocab_file {bitext_data.vocab_file} "
+                     "is not the vocabulary of task.train_data.vocab_file "
+                     f"{cmlm_data.vocab_file}; both feed one embedding table.")
 
 
 @task_factory.register_task_cls(CmlmBitextTaskConfig)

@@ -34,6 +34,9 @@ class BitextDataConfig(cfg.DataConfig):
   vocab_file: str = ""
   lower_case: bool = False  # multilingual vocabularies are cased (4.4)
   seq_length: int = 64
+  # As the encoder was trained: "tf_text", or "huggingface" for imported
+  # Hugging Face models (see data_pipelines/tokenization.py).
+  text_normalization: str = "tf_text"
 
 
 def validate_config(params: BitextDataConfig) -> None:
@@ -45,6 +48,10 @@ def validate_config(params: BitextDataConfig) -> None:
     raise ValueError("BitextDataConfig: vocab_file is empty; set it to a "
                      "WordPiece vocabulary file.")
   vocabulary.load_vocab(params.vocab_file)
+  if params.text_normalization not in tokenization.TEXT_NORMALIZATIONS:
+    raise ValueError("BitextDataConfig: text_normalization must be one of "
+                     f"{', '.join(tokenization.TEXT_NORMALIZATIONS)}, got "
+                     f"{params.text_normalization!r}.")
   if params.seq_length < 3:
     raise ValueError(f"BitextDataConfig: seq_length={params.seq_length} "
                      "leaves no room for a token; use 3 or more.")
@@ -82,7 +89,8 @@ class BitextDataLoader(data_loader.DataLoader):
     dataset = dataset.batch(batch_size, drop_remainder=params.is_training
                             or params.drop_remainder)
     tokenizer = tokenization.WordPieceTokenizer(
-        params.vocab_file, params.seq_length, params.lower_case)
+        params.vocab_file, params.seq_length, params.lower_case,
+        text_normalization=params.text_normalization)
 
     def encode(source, target):
       size = tf.shape(source)[0]

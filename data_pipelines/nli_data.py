@@ -105,6 +105,7 @@ class NliDataConfig(cfg.DataConfig):
   vocab_file: str = ""
   lower_case: bool = False
   seq_length: int = 64
+  text_normalization: str = "tf_text"  # as the encoder was trained
 
 
 class NliDataLoader(data_loader.DataLoader):
@@ -136,9 +137,11 @@ class NliDataLoader(data_loader.DataLoader):
     batch_size = (input_context.get_per_replica_batch_size(
         params.global_batch_size) if input_context
                   else params.global_batch_size)
-    dataset = dataset.batch(batch_size, drop_remainder=params.is_training)
+    dataset = dataset.batch(batch_size, drop_remainder=bool(
+        params.is_training or params.drop_remainder))
     tokenizer = tokenization.WordPieceTokenizer(
-        params.vocab_file, params.seq_length, params.lower_case)
+        params.vocab_file, params.seq_length, params.lower_case,
+        text_normalization=params.text_normalization)
     num_languages = len(tables)
 
     def encode(premise, hypothesis, label):

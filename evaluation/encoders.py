@@ -113,7 +113,8 @@ def _checkpoint_embedder(model_dir: str, checkpoint: Optional[str]) -> Embedder:
                                         params.task.model.encoder.vocab_size)
   model = checkpoint_lib.restore_model(params, checkpoint_path)
   tokenizer = tokenization.WordPieceTokenizer(
-      data.vocab_file, data.seq_length, lower_case=data.lower_case)
+      data.vocab_file, data.seq_length, lower_case=data.lower_case,
+      text_normalization=data.text_normalization)
   encoder = model.encoder
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])

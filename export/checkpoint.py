@@ -63,7 +63,7 @@ def _checkpointed_model(params: cfg.ExperimentConfig, model):
   """What `model=` was in the run's checkpoint, around our CMLM model."""
   if isinstance(params.task, cmlm_bitext_task.CmlmBitextTaskConfig):
     return tf.train.Checkpoint(cmlm=model)
-  if isinstance(params.task, nli_task.NliTaskConfig):
+  if is_nli_run(params):
     return tf.train.Checkpoint(encoder=model.encoder)
   return model
 
@@ -106,11 +106,17 @@ def restore_model(params: cfg.ExperimentConfig,
 
   Every variable of the model must be found in the checkpoint with the same
   shape (`assert_existing_objects_matched`); the optimizer slots it also
-  holds are not needed.
+  holds are not needed. NLI fine-tuning trains the sentence encoder alone,
+  so of an NLI run only the encoder is built (no MLM head to export).
   """
   model = model_builder.build_cmlm_model(
       params.task.model, seq_length=params.task.train_data.seq_length)
-  model(dummy_features(params))  # creates every variable, MLM head included
+  features = dummy_features(params)
+  if is_nli_run(params):
+    model.encoder({key[len("s1_"):]: value for key, value in features.items()
+                   if key.startswith("s1_")})
+  else:
+    model(features)  # creates every variable, MLM head included
   try:
     status = tf.train.Checkpoint(
         model=_checkpointed_model(params, model)).restore(checkpoint_path)
@@ -118,6 +124,11 @@ def restore_model(params: cfg.ExperimentConfig,
   except _READ_ERRORS as error:
     raise ValueError(_unreadable(checkpoint_path, error)) from None
   return model
+
+
+def is_nli_run(params: cfg.ExperimentConfig) -> bool:
+  """Whether `params` fine-tuned the encoder on NLI (section 4.3)."""
+  return isinstance(params.task, nli_task.NliTaskConfig)
 
 
 def dummy_features(params: cfg.ExperimentConfig, batch_size: int = 1):

@@ -77,6 +77,9 @@ def export_run(model_dir: str, export_dir: str,
     raise ValueError("--model_dir is required: the directory of the "
                      "training run to export.")
   params = checkpoint_lib.load_params(model_dir)
+  if export_mlm and checkpoint_lib.is_nli_run(params):
+    raise ValueError(f"{model_dir} is an NLI fine-tuning run: it has no "
+                     "trained MLM head to export; drop --mlm.")
   checkpoint_path = checkpoint_lib.find_checkpoint(model_dir, checkpoint)
   step = checkpoint_lib.checkpoint_step(checkpoint_path)
   version = step if version is None else version

@@ -19,6 +19,19 @@ def tiny_model_config(num_projections=3, **kwargs):
       num_projections=num_projections, **kwargs)
 
 
+def tiny_run_overrides(train_steps: int) -> dict:
+  """`params.override()` of cmlm/tiny for short real runs: a 1-layer,
+  16-wide encoder, batches of 4 x 16 tokens, a checkpoint every 2 steps."""
+  return {
+      "task": {"model": {"encoder": {"hidden_size": 16, "num_layers": 1,
+                                     "num_attention_heads": 2,
+                                     "intermediate_size": 32}},
+               "train_data": {"global_batch_size": 4, "seq_length": 16,
+                              "max_predictions_per_seq": 5}},
+      "trainer": {"train_steps": train_steps, "steps_per_loop": 2,
+                  "checkpoint_interval": 2, "summary_interval": 2}}
+
+
 def fake_batch(batch_size=4, seq_length=10, num_predictions=3, seed=0,
                s1_token_range=(5, VOCAB_SIZE), s2_token_range=(5, VOCAB_SIZE)):
   """A CMLM feature batch: [CLS] tokens [SEP] then padding, s2 masked."""

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from data_pipelines import bitext
 from data_pipelines import bitext_dataloader
+from data_pipelines import tokenization
 from experiments import cmlm_experiments
 
 
@@ -79,3 +80,22 @@ def test_sharding_splits_pairs_between_input_pipelines(tmp_path):
                  for row in batch["source_input_word_ids"].numpy().tolist()])
   assert len(seen[0]) == len(seen[1]) == 4
   assert not set(seen[0]) & set(seen[1])
+
+
+def test_pipeline_tokenizes_with_the_configured_text_normalization(tmp_path):
+  # NUL: Hugging Face's BERT drops it, TF Text splits the word there.
+  sentences = ["the hou\x00se sat", "a house ran"]
+  path = _write(tmp_path / "p.tsv", "".join(f"{s}\t{s}\n" for s in sentences))
+  ids = {}
+  for normalization in tokenization.TEXT_NORMALIZATIONS:
+    batch = next(iter(bitext_dataloader.build_bitext_dataset(
+        _config(path, text_normalization=normalization))))
+    tokenizer = tokenization.WordPieceTokenizer(
+        cmlm_experiments.EMBEDDED_VOCAB, 12, lower_case=True,
+        text_normalization=normalization)
+    expected = tokenizer.tokenize_and_pack(tf.constant(sentences))
+    ids[normalization] = batch["source_input_word_ids"].numpy().tolist()
+    assert ids[normalization] == expected["input_word_ids"].numpy().tolist()
+  assert ids["tf_text"] != ids["huggingface"]
+  with pytest.raises(ValueError, match="text_normalization must be one of"):
+    bitext_dataloader.validate_config(_config(path, text_normalization="nfc"))

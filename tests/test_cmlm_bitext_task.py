@@ -73,6 +73,30 @@ def test_no_loss_weight_is_a_config_error():
     _task(cmlm_weight=0.0, bitext_weight=0.0).build_model()
 
 
+@pytest.mark.parametrize("field,value,message", [
+    ("lower_case", False, "bitext_data.lower_case is False but"),
+    ("text_normalization", "huggingface", "must tokenize alike"),
+    ("vocab_file", "other", "is not the vocabulary of"),
+])
+def test_bitext_data_must_tokenize_as_the_cmlm_data(tmp_path, field, value,
+                                                    message):
+  params = _stage(1, _bitext_file(tmp_path))
+  params.task.validate_inputs("train")  # consistent: accepted
+  if field == "vocab_file":
+    vocab = cmlm_experiments.EMBEDDED_VOCAB
+    with open(vocab, encoding="utf-8") as f:
+      tokens = f.read().splitlines()
+    value = tmp_path / "reordered_vocab.txt"
+    value.write_text("\n".join(tokens[:5] + tokens[6:] + tokens[5:6]) + "\n",
+                     encoding="utf-8")
+    value = str(value)
+  params.task.bitext_data.override({field: value})
+  with pytest.raises(ValueError, match=message):
+    params.task.validate_inputs("train")
+  params.task.cmlm_weight = 0.0  # bitext alone (stage 2 of S2): no CMLM data
+  params.task.validate_inputs("train")
+
+
 def _bitext_file(tmp_path):
   sentences = [f"the {w} was here today ." for w in
                ("house", "letter", "ball", "nation", "people", "war", "peace",
@@ -93,18 +117,11 @@ def _stage(train_steps, bitext_path, cmlm_weight=1.0, bitext_weight=0.2,
           cmlm_weight=cmlm_weight, bitext_weight=bitext_weight,
           init_checkpoint=init_checkpoint),
       trainer=tiny.trainer, runtime=tiny.runtime)
-  params.override({
-      "task": {"model": {"encoder": {"hidden_size": 16, "num_layers": 1,
-                                     "num_attention_heads": 2,
-                                     "intermediate_size": 32}},
-               "train_data": {"global_batch_size": 4, "seq_length": 16,
-                              "max_predictions_per_seq": 5},
-               "bitext_data": {
-                   "input_path": bitext_path, "global_batch_size": 4,
-                   "seq_length": 16, "is_training": True, "lower_case": True,
-                   "vocab_file": cmlm_experiments.EMBEDDED_VOCAB}},
-      "trainer": {"train_steps": train_steps, "steps_per_loop": 2,
-                  "checkpoint_interval": 2, "summary_interval": 2}})
+  params.override(helpers.tiny_run_overrides(train_steps))
+  params.override({"task": {"bitext_data": {
+      "input_path": bitext_path, "global_batch_size": 4, "seq_length": 16,
+      "is_training": True, "lower_case": True,
+      "vocab_file": cmlm_experiments.EMBEDDED_VOCAB}}})
   return params
 
 

@@ -72,14 +72,8 @@ def test_loss_is_normalised_by_the_global_masked_token_count():
 def _tiny_experiment(train_steps):
   params = exp_factory.get_exp_config("cmlm/tiny")
   vocab_size = cmlm_experiments.vocab_size_of(cmlm_experiments.EMBEDDED_VOCAB)
-  params.override({
-      "task": {"model": {"encoder": {
-          "vocab_size": vocab_size, "hidden_size": 16, "num_layers": 1,
-          "num_attention_heads": 2, "intermediate_size": 32}},
-               "train_data": {"global_batch_size": 4, "seq_length": 16,
-                              "max_predictions_per_seq": 5}},
-      "trainer": {"train_steps": train_steps, "steps_per_loop": 2,
-                  "checkpoint_interval": 2, "summary_interval": 2}})
+  params.override(helpers.tiny_run_overrides(train_steps))
+  params.override({"task": {"model": {"encoder": {"vocab_size": vocab_size}}}})
   return params
 
 

@@ -91,3 +91,20 @@ def test_nli_loss_is_cross_entropy_of_the_logits():
                       -np.log(1 / (2 + np.e))])
   assert float(task.build_losses(labels, {"logits": logits})) == (
       pytest.approx(expected, rel=1e-5))
+
+
+def test_nli_batches_tokenize_with_the_configured_text_normalization(
+    tmp_path):
+  tsv = _tsv(tmp_path / "z.tsv", [("the hou\x00se .", "the d\x00og .",
+                                   "neutral")] * 2)
+  ids = {}
+  for normalization in ("tf_text", "huggingface"):
+    config = nli_data.NliDataConfig(
+        input_path=tsv, global_batch_size=2, seq_length=8,
+        vocab_file=cmlm_experiments.EMBEDDED_VOCAB, lower_case=True,
+        text_normalization=normalization)
+    batch = next(iter(nli_data.NliDataLoader(config).load()))
+    ids[normalization] = batch["premise_input_word_ids"].numpy()[0].tolist()
+  vocab = open(cmlm_experiments.EMBEDDED_VOCAB, encoding="utf-8").read().split()
+  assert vocab.index("house") in ids["huggingface"]  # the NUL went
+  assert vocab.index("house") not in ids["tf_text"]  # TF Text splits there
