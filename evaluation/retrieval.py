@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from evaluation.encoders import Encoder
+from modeling.principal_component_removal import first_principal_component
 from modeling.principal_component_removal import remove_component
 
 
@@ -23,17 +24,14 @@ def normalize_rows(embeddings: np.ndarray) -> np.ndarray:
 
 
 def remove_first_principal_component(embeddings: np.ndarray) -> np.ndarray:
-  """PCR: removes from each row its projection on the first right singular
-  vector of the monolingual matrix `embeddings` `[n, dim]` (section 5.2).
-
-  As the paper defines it, the matrix is not centred, so a direction that
-  every sentence of the language shares (its mean) is what is removed;
-  `modeling.principal_component_removal` fits a centred component for
-  serving.
-  """
+  """PCR as table 8 evaluates it: the component is fitted on the
+  monolingual test matrix `embeddings` `[n, dim]` itself and removed from
+  each of its rows (section 5.2). Serving fits it on a held-apart sample
+  instead (`python -m cmlm pcr`), with the same function."""
   embeddings = np.asarray(embeddings, np.float32)
-  _, _, right_singular = np.linalg.svd(embeddings, full_matrices=False)
-  return remove_component(embeddings, right_singular[0])  # [dim], unit norm
+  return remove_component(embeddings,
+                          first_principal_component(embeddings).astype(
+                              np.float32))
 
 
 def nearest_neighbours(queries: np.ndarray, candidates: np.ndarray,

@@ -1,9 +1,13 @@
 """Principal component removal against language bias (paper section 5.2).
 
-For each language, the first principal component of a sample of its
-sentences' embeddings is fitted; before similarity, an embedding e of that
-language loses its projection on the component c (a unit vector):
-e' = e - (e . c) c, so e' is orthogonal to c.
+For each language, the first principal component c of a sample of its
+sentences' embeddings M `[n, dim]` is fitted: as the paper defines it, the
+first right singular vector of M itself, not centred, so the direction that
+the language's sentences share (its mean offset, the "language identity")
+is what goes. Before similarity, an embedding e of that language loses its
+projection on c (a unit vector): e' = e - (e . c) c, orthogonal to c. (The
+paper's formula divides by ||e|| instead of projecting; cosine similarity,
+which follows, is what it is for, and e' is the removal it describes.)
 
 `LanguageComponents` holds the fitted components and saves them as JSON next
 to a model; `PrincipalComponentRemoval` applies them in-graph (a `tf.Module`
@@ -21,13 +25,13 @@ FILE_NAME = "pcr_components.json"
 
 
 def first_principal_component(embeddings: np.ndarray) -> np.ndarray:
-  """Unit vector of the largest variance of `[n, dim]` (centred) embeddings."""
+  """The first right singular vector of `[n, dim]` embeddings (section 5.2),
+  uncentred, as a unit vector `[dim]`."""
   embeddings = np.asarray(embeddings, np.float64)
   if embeddings.ndim != 2 or len(embeddings) < 2:
     raise ValueError("Fitting a principal component needs at least 2 "
                      f"embeddings, got an array of shape {embeddings.shape}.")
-  centred = embeddings - embeddings.mean(axis=0)
-  _, _, right = np.linalg.svd(centred, full_matrices=False)
+  _, _, right = np.linalg.svd(embeddings, full_matrices=False)
   return right[0] / np.linalg.norm(right[0])
 
 

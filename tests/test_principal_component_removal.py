@@ -19,6 +19,20 @@ def test_first_component_is_the_direction_of_largest_variance():
   assert np.linalg.norm(component) == pytest.approx(1.0)
 
 
+def test_the_component_is_the_shared_language_direction_not_centred():
+  # Each sentence = noise + a large offset every sentence of the language
+  # shares (along e0) + its own spread along e1 (variance 9 > offset's 0).
+  rng = np.random.default_rng(8)
+  embeddings = rng.normal(size=[300, 8]) * 0.1
+  embeddings[:, 0] += 10.0
+  embeddings[:, 1] += rng.normal(size=300) * 3.0
+  component = pcr.first_principal_component(embeddings)
+  assert abs(component[0]) > 0.99  # the paper's uncentred singular vector
+  removed = pcr.remove_component(embeddings, component)
+  assert np.abs(removed.mean(axis=0)[0]) < 0.5  # the language offset went
+  assert np.std(removed[:, 1]) > 2.5  # the per-sentence spread stays
+
+
 def test_removal_makes_embeddings_orthogonal_to_the_component():
   embeddings = _biased_embeddings(1, np.eye(8)[0])
   component = pcr.first_principal_component(embeddings)
