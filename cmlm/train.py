@@ -17,6 +17,7 @@ SIGTERM saves a checkpoint after the current loop, then stops the run
 import contextlib
 import copy
 import dataclasses
+import os
 import shutil
 import sys
 import tempfile
@@ -87,7 +88,41 @@ def parse_params(flags_obj):
     override = f"runtime.distribution_strategy={strategy}"
     flags_obj.params_override = ",".join(
         p for p in (flags_obj.params_override, override) if p)
-  return train_utils.parse_configuration(flags_obj, print_return=False)
+  params = train_utils.parse_configuration(flags_obj, lock_return=False,
+                                          print_return=False)
+  adopt_init_checkpoint_encoder(params)
+  params.validate()
+  params.lock()
+  return params
+
+
+def adopt_init_checkpoint_encoder(params) -> None:
+  """NLI fine-tuning takes the model of the run it starts from.
+
+  When `task.init_checkpoint` of an NLI experiment (cmlm/xnli) is a run of
+  ours (params.yaml beside it), its `task.model` replaces the experiment's
+  (the encoder must be that run's to be restored), and data configs without
+  a `vocab_file` take that run's vocabulary, casing and text normalization.
+  """
+  from cmlm import nli_task  # pylint: disable=g-import-not-at-top
+  from export import checkpoint as checkpoint_lib  # pylint: disable=g-import-not-at-top
+  task = params.task
+  if not isinstance(task, nli_task.NliTaskConfig) or not task.init_checkpoint:
+    return
+  run_dir = task.init_checkpoint
+  if not tf.io.gfile.isdir(run_dir):
+    run_dir = os.path.dirname(run_dir)
+  if not tf.io.gfile.exists(os.path.join(run_dir, checkpoint_lib.PARAMS_FILE)):
+    return
+  source = checkpoint_lib.load_params(run_dir)
+  task.model.override(source.task.model.as_dict(), is_strict=True)
+  tokenization = {key: getattr(source.task.train_data, key) for key in
+                  ("vocab_file", "lower_case", "text_normalization")}
+  for data in (task.train_data, task.validation_data):
+    if not data.vocab_file:
+      data.override(tokenization, is_strict=True)
+  print(f"task.model (and an unset vocabulary) taken from {run_dir}, the run "
+        "task.init_checkpoint starts from.", flush=True)
 
 
 def make_strategy(params):

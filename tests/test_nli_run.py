@@ -3,16 +3,16 @@
 `task.init_checkpoint` points at a CMLM model_dir; the NLI run must start
 from its encoder, fine-tune it, and export like any CMLM run.
 """
+import types
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from cmlm import train
 from data_pipelines import tokenization
-from experiments import cmlm_experiments
 from export import checkpoint as checkpoint_lib
 from export import exporter
-from official.core import exp_factory
 from tests import test_export_helpers as export_helpers
 
 LEARNING_RATE = 1e-3
@@ -20,24 +20,32 @@ STEPS = 2
 LABELS = ("entailment", "neutral", "contradiction")
 
 
+class _Flags(types.SimpleNamespace):
+  """Parsed absl flags, as Model Garden's ExperimentParser reads them."""
+
+  def __contains__(self, name):
+    return hasattr(self, name)
+
+
 def _nli_params(cmlm_dir: str, tsv: str):
-  params = exp_factory.get_exp_config("cmlm/xnli")
-  params.task.model = checkpoint_lib.load_params(cmlm_dir).task.model
-  data = {"input_path": tsv, "vocab_file": cmlm_experiments.EMBEDDED_VOCAB,
-          "lower_case": True, "seq_length": export_helpers.SEQ_LENGTH,
-          "global_batch_size": 4}
-  params.override({
-      "task": {"init_checkpoint": cmlm_dir, "train_data": data,
-               "validation_data": dict(data, is_training=False)},
-      "trainer": {"train_steps": STEPS, "steps_per_loop": STEPS,
-                  "checkpoint_interval": STEPS, "summary_interval": STEPS,
-                  "optimizer_config": {
-                      "learning_rate": {"polynomial": {
-                          "initial_learning_rate": LEARNING_RATE,
-                          "decay_steps": STEPS}},
-                      "warmup": {"linear": {"warmup_steps": 0}}}},
-      "runtime": {"distribution_strategy": "one_device", "num_gpus": 0}})
-  return params
+  """cmlm/xnli as `python -m cmlm train` parses it: no model config and no
+  vocabulary given, only the run to start from and the data."""
+  overrides = {
+      "task.init_checkpoint": cmlm_dir, "task.train_data.input_path": tsv,
+      "task.train_data.seq_length": export_helpers.SEQ_LENGTH,
+      "task.train_data.global_batch_size": 4,
+      "trainer.train_steps": STEPS, "trainer.steps_per_loop": STEPS,
+      "trainer.checkpoint_interval": STEPS, "trainer.summary_interval": STEPS,
+      "trainer.optimizer_config.learning_rate.polynomial."
+      "initial_learning_rate": LEARNING_RATE,
+      "trainer.optimizer_config.learning_rate.polynomial.decay_steps": STEPS,
+      "trainer.optimizer_config.warmup.linear.warmup_steps": 0,
+      "runtime.num_gpus": 0}
+  flags_obj = _Flags(
+      experiment="cmlm/xnli", config_file=None, tpu=None,
+      tf_data_service=None, strategy="one_device",
+      params_override=",".join(f"{k}={v}" for k, v in overrides.items()))
+  return train.parse_params(flags_obj)
 
 
 @pytest.mark.slow
@@ -49,6 +57,10 @@ def test_nli_fine_tuning_starts_from_cmlm_and_exports(tmp_path_factory,
       f"the house {i} is large .\tthe letter {i} came .\t{LABELS[i % 3]}\n"
       for i in range(16)), encoding="utf-8")
   params = _nli_params(cmlm_run.model_dir, str(tsv))
+  cmlm_params = checkpoint_lib.load_params(cmlm_run.model_dir)
+  assert params.task.model.as_dict() == cmlm_params.task.model.as_dict()
+  assert params.task.train_data.vocab_file == (
+      cmlm_params.task.train_data.vocab_file)
   nli = train.run(params, str(tmp_path / "nli")).model
 
   # Started from the CMLM encoder: STEPS Adam(W) steps move each weight by
