@@ -34,14 +34,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (the preprocessor's ops)
 
+from experiments import registry  # noqa: E402,F401  (registers cmlm/en_base)
 from export import encode  # noqa: E402
 from export import exporter  # noqa: E402
-from modeling.importers import importer  # noqa: E402
+from training import import_run as importer  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",

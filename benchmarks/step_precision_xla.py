@@ -20,15 +20,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from cmlm import cmlm_task  # noqa: E402
-from cmlm import fault_tolerance  # noqa: E402
 from benchmarks.train_step import random_features  # noqa: E402
-from cmlm import train  # noqa: E402
+from experiments import registry  # noqa: E402,F401  (registers experiments)
+from objectives import base as objective_base  # noqa: E402
 from official.core import exp_factory  # noqa: E402
+from training import fault_tolerance  # noqa: E402
+from training import run_dir  # noqa: E402
+from training import task as task_lib  # noqa: E402
+from training import train  # noqa: E402
 
 EXPERIMENTS = {"tiny": "cmlm/tiny", "base": "cmlm/en_base"}
 # Dense bfloat16 peak TFLOP/s, by a substring of the GPU's name.
@@ -53,12 +56,18 @@ def parse_args():
   return parser.parse_args()
 
 
+def cmlm_data(params):
+  """The train_data of the experiment's (only) objective, CMLM."""
+  return params.task.objectives.cmlm.train_data
+
+
 def training_flops(params, batch):
   """Model FLOPs of one training step (3x the forward pass's matmuls)."""
-  encoder, data = params.task.model.encoder, params.task.train_data
+  encoder, data = params.task.model.encoder, cmlm_data(params)
   h, layers, inner = (encoder.hidden_size, encoder.num_layers,
                       encoder.intermediate_size)
-  n, seq = params.task.model.num_projections, data.seq_length
+  n = params.task.model.num_projections
+  seq = params.task.tokenization.seq_length
 
   def encoder_pass(tokens):  # QKV + output, FFN, attention scores and mix
     return 2 * layers * tokens * (4 * h * h + 2 * h * inner + 2 * tokens * h)
@@ -70,21 +79,28 @@ def training_flops(params, batch):
 
 
 def experiment(name, args):
+  """The experiment's config with its CMLM objective alone (weight 1)."""
   params = exp_factory.get_exp_config(EXPERIMENTS[name])
-  data = params.task.train_data
+  objective = getattr(params.task.objectives,
+                      run_dir.cmlm_objective_name(params))
+  objective.weight = 1.0
+  params.task.objectives = objective_base.ObjectivesConfig(
+      {"cmlm": objective})
+  data = cmlm_data(params)
+  tokenization = params.task.tokenization
   if name == "base":
-    data.seq_length = args.base_seq_length
+    tokenization.seq_length = args.base_seq_length
     data.max_predictions_per_seq = min(data.max_predictions_per_seq,
                                        args.base_seq_length - 2)
   data.global_batch_size = (args.base_batch_size if name == "base"
                             else args.tiny_batch_size)
-  data.vocab_file = ""  # random features; no vocabulary file needed
+  tokenization.vocab_file = ""  # random features; no vocabulary file needed
   return params
 
 
 def make_step(params, jit_compile):
   """The trainer's step: forward/backward (XLA or not), then the update."""
-  task = cmlm_task.CmlmTask(params.task)
+  task = task_lib.SentenceEncoderTask(params.task)
   model = task.build_model()
   optimizer = task.create_optimizer(params.trainer.optimizer_config,
                                     params.runtime)
@@ -100,6 +116,7 @@ def make_step(params, jit_compile):
   def step(features):
     loss, gradients = forward_backward(features)
     optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    model.after_update()  # each objective's hook, as the trainer runs it
     return loss
   return step
 
@@ -117,13 +134,13 @@ def peak_tflops(args):
 
 def run(name, jit_compile, precision, args):
   params = experiment(name, args)
-  data = params.task.train_data
+  data = cmlm_data(params)
+  seq_length = params.task.tokenization.seq_length
   with train.mixed_precision(precision):
     step = make_step(params, jit_compile)
-    features = random_features(data.global_batch_size, data.seq_length,
-                               data.max_predictions_per_seq,
-                               params.task.model.encoder.vocab_size,
-                               prefixes=("s1_", "s2_"))
+    features = {"cmlm": random_features(
+        data.global_batch_size, seq_length, data.max_predictions_per_seq,
+        params.task.model.encoder.vocab_size, prefixes=("s1_", "s2_"))}
     start = time.perf_counter()
     float(step(features))
     compile_s = time.perf_counter() - start
@@ -142,7 +159,7 @@ def run(name, jit_compile, precision, args):
   return dict(
       model=name, jit_compile=jit_compile, precision=precision,
       device="GPU" if gpus else "CPU", batch_size=data.global_batch_size,
-      seq_length=data.seq_length, steps=steps,
+      seq_length=seq_length, steps=steps,
       examples_per_s=round(data.global_batch_size / step_s, 2),
       step_s=round(step_s, 4), first_call_s=round(compile_s, 2),
       model_gflops_per_step=round(flops / 1e9, 2),

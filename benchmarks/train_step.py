@@ -19,18 +19,20 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from cmlm import cmlm_task  # noqa: E402
 from data_pipelines import cmlm_dataloader  # noqa: E402
-from experiments import cmlm_experiments  # noqa: E402
+from experiments import registry  # noqa: E402,F401  (registers experiments)
+from objectives import base as objective_base  # noqa: E402
 from official.core import exp_factory  # noqa: E402
 from official.nlp.configs import bert  # noqa: E402
 from official.nlp.configs import encoders  # noqa: E402
 from official.nlp.data import pretrain_dataloader  # noqa: E402
 from official.nlp.tasks import masked_lm  # noqa: E402
+from training import run_dir  # noqa: E402
+from training import task as task_lib  # noqa: E402
 
 
 def parse_args():
@@ -94,16 +96,25 @@ def main():
         f" N={model_config.num_projections}, seq_length {args.seq_length}, "
         f"batch {args.batch_size}, masked {args.masked_tokens}", flush=True)
 
-  data = params.task.train_data
-  data.seq_length = args.seq_length
+  # The experiment's CMLM objective alone (weight 1), at these shapes.
+  name = run_dir.cmlm_objective_name(params)
+  if name is None:
+    raise SystemExit(f"{args.experiment} has no CMLM objective to time.")
+  objective = getattr(params.task.objectives, name)
+  objective.weight = 1.0
+  data = objective.train_data
   data.max_predictions_per_seq = args.masked_tokens
   data.global_batch_size = args.batch_size
-  task_config = cmlm_task.CmlmTaskConfig(model=model_config, train_data=data)
-  task = cmlm_task.CmlmTask(task_config)
+  tokenization = params.task.tokenization
+  tokenization.seq_length = args.seq_length
+  task_config = task_lib.SentenceEncoderTaskConfig(
+      model=model_config, tokenization=tokenization,
+      objectives=objective_base.ObjectivesConfig({name: objective}))
+  task = task_lib.SentenceEncoderTask(task_config)
   cmlm_model = task.build_model()
-  cmlm_features = random_features(args.batch_size, args.seq_length,
-                                  args.masked_tokens, encoder.vocab_size,
-                                  ("s1_", "s2_"))
+  cmlm_features = {name: random_features(
+      args.batch_size, args.seq_length, args.masked_tokens,
+      encoder.vocab_size, ("s1_", "s2_"))}
   cmlm_step_s = time_steps(compiled_train_step(task, cmlm_model),
                            cmlm_features, args.steps)
   print(f"CMLM step: {cmlm_step_s * 1e3:.1f} ms", flush=True)
@@ -120,7 +131,7 @@ def main():
                           mlm_features, args.steps)
   print(f"Model Garden MLM step: {mlm_step_s * 1e3:.1f} ms", flush=True)
 
-  dataset = cmlm_dataloader.build_cmlm_dataset(data)
+  dataset = cmlm_dataloader.build_cmlm_dataset(data, tokenization)
   iterator = iter(dataset)
   for _ in range(5):
     next(iterator)

@@ -1,18 +1,9 @@
 """CMLM model garden: universal sentence encoders trained with Conditional MLM.
 
-Model Garden (``official``) and ``hub.KerasLayer`` need Keras 2 (``tf_keras``).
-TensorFlow picks its Keras when it is first imported, so ``TF_USE_LEGACY_KERAS``
-must be set before that. This module is the one place it is set; every package
-of the garden (``modeling``, ``data_pipelines``, ``export``, ``experiments``)
-imports ``cmlm`` first, so any entry point gets Keras 2.
+`python -m cmlm COMMAND` is the command line (`cmlm/__main__.py`, one module
+a command in `cmlm/commands/`). Keras 2 is selected by `legacy_keras`, which
+every package of the garden imports first.
 """
-import os
-import sys
-
-if "tensorflow" in sys.modules and os.environ.get("TF_USE_LEGACY_KERAS") != "1":
-  raise ImportError(
-      "TensorFlow was imported before the cmlm garden with Keras 3 selected; "
-      "import cmlm (or set TF_USE_LEGACY_KERAS=1) before importing tensorflow.")
-os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 __version__ = "0.1.0"

@@ -18,32 +18,19 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from cmlm import train
 from data_pipelines import cmlm_dataloader
 from data_pipelines import corpus
-from data_pipelines import tokenization
 from experiments import cmlm_experiments
 from export import exporter
 from modeling import losses
 from official.core import exp_factory
 from official.core import task_factory
+from training import run_dir
+from training import train
 
 DEFAULT_MODEL_DIR = os.path.join(cmlm_experiments.REPO_ROOT, "runs", "demo")
 NUM_QUERIES = 4
 NUM_NEIGHBOURS = 3
-
-
-def embed(encoder, tokenizer, sentences, batch_size=256,
-          normalize=True) -> np.ndarray:
-  """Sentence embeddings `[len(sentences), hidden]`, L2-normalised or not."""
-  vectors = []
-  for start in range(0, len(sentences), batch_size):
-    batch = tf.constant(sentences[start:start + batch_size])
-    vectors.append(encoder(tokenizer.tokenize_and_pack(batch))["default"])
-  vectors = np.concatenate(vectors)
-  if not normalize:
-    return vectors
-  return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def _other_s1(features):
@@ -54,18 +41,22 @@ def _other_s1(features):
                            if key.startswith("s1_")})
 
 
-def heldout_mlm(model, data_config, batches=20, shuffle_s1=False):
+def heldout_mlm(model, data_config, tokenization_config, batches=20,
+                shuffle_s1=False, objective="cmlm"):
   """Mean MLM loss and accuracy on fixed held-out batches.
 
-  With `shuffle_s1`, each s2 is conditioned on another pair's s1: the loss
-  rises by as much as the sentence vector of the true s1 helps.
+  `model` is the task's `SentenceEncoderModel`. With `shuffle_s1`, each s2
+  is conditioned on another pair's s1: the loss rises by as much as the
+  sentence vector of the true s1 helps.
   """
-  dataset = cmlm_dataloader.build_cmlm_dataset(data_config).take(batches)
+  dataset = cmlm_dataloader.build_cmlm_dataset(
+      data_config, tokenization_config).take(batches)
   total_loss, correct, count = 0.0, 0.0, 0.0
   for features in dataset:
     if shuffle_s1:
       features = _other_s1(features)
-    logits = model(features, training=False)["mlm_logits"]
+    logits = model({objective: features},
+                   training=False)[objective]["mlm_logits"]
     weights = features["masked_lm_weights"]
     total_loss += float(losses.conditional_mlm_loss(
         features["masked_lm_ids"], logits, weights)) * float(
@@ -112,20 +103,24 @@ def main(model_dir=None, train_steps=None):
     if os.path.exists(model_dir):
       shutil.rmtree(model_dir)  # the demo's own scratch directory
   steps = params.trainer.train_steps
+  cmlm = params.task.objectives.cmlm
+  tokenization = params.task.tokenization
   print(f"== CMLM demo: training cmlm/tiny for {steps} steps on the embedded "
-        f"corpus ({params.task.train_data.input_path}) into {model_dir}",
+        f"corpus ({cmlm.train_data.input_path}) into {model_dir}",
         flush=True)
 
-  validation = params.task.validation_data
+  validation = cmlm.validation_data
   untrained = task_factory.get_task(params.task).build_model()
-  untrained_loss, untrained_accuracy = heldout_mlm(untrained, validation)
+  untrained_loss, untrained_accuracy = heldout_mlm(untrained, validation,
+                                                   tokenization)
 
   start = time.perf_counter()
   result = train.run(params, model_dir, mode="train")
   model, reporter = result.model, result.progress
   minutes = (time.perf_counter() - start) / 60
-  loss, accuracy = heldout_mlm(model, validation)
-  shuffled_loss, _ = heldout_mlm(model, validation, shuffle_s1=True)
+  loss, accuracy = heldout_mlm(model, validation, tokenization)
+  shuffled_loss, _ = heldout_mlm(model, validation, tokenization,
+                                 shuffle_s1=True)
   print(f"\n== Trained {steps} steps in {minutes:.1f} min.")
   print(f"training loss: first loop {reporter.first_loss:.3f} -> last loop "
         f"{reporter.last_loss:.3f}")
@@ -135,12 +130,10 @@ def main(model_dir=None, train_steps=None):
         f"another pair's s1 {shuffled_loss:.4f}: what the sentence vector of s1 "
         f"contributes ({shuffled_loss - loss:+.4f})")
 
-  tokenizer = tokenization.WordPieceTokenizer(
-      validation.vocab_file, lower_case=validation.lower_case,
-      seq_length=validation.seq_length)
+  tokenizer = run_dir.build_tokenizer(params)
   sentences, successor = heldout_sentences(validation)
-  vectors = embed(model.encoder, tokenizer, sentences)
-  baseline = embed(untrained.encoder, tokenizer, sentences)
+  vectors = run_dir.embed_sentences(model.encoder, tokenizer, sentences)
+  baseline = run_dir.embed_sentences(untrained.encoder, tokenizer, sentences)
   print(f"next-sentence retrieval among {len(sentences)} held-out sentences "
         f"(top-1, cosine): untrained "
         f"{next_sentence_retrieval(baseline, successor):.1%} -> trained "

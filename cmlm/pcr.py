@@ -11,12 +11,10 @@ each language's first principal component is written to
 """
 from typing import Dict, List
 
-from cmlm import demo
 from data_pipelines import multilingual_vocab
-from data_pipelines import tokenization
-from export import checkpoint as checkpoint_lib
 from export import encode
 from modeling import principal_component_removal as pcr
+from training import run_dir
 
 
 def read_samples(spec: str, sample_size: int) -> Dict[str, List[str]]:
@@ -38,18 +36,13 @@ def fit_for_model(model_dir: str, spec: str, sample_size: int = 1000,
     raise ValueError("pcr needs --input=LANG=FILE,LANG=FILE (sentences of "
                      "each language, one a line).")
   samples = read_samples(spec, sample_size)
-  params = checkpoint_lib.load_params(model_dir)
-  model = checkpoint_lib.restore_model(
-      params, checkpoint_lib.find_checkpoint(model_dir, checkpoint))
-  data = params.task.train_data
-  tokenizer = tokenization.WordPieceTokenizer(data.vocab_file,
-                                              data.seq_length,
-                                              data.lower_case)
+  # The run's own tokenization (vocabulary, casing, text normalization,
+  # length): the components are fitted on what the exported model serves.
+  run = run_dir.load_run(model_dir, checkpoint)
   embeddings = {}
   for lang, sentences in samples.items():
     print(f"{lang}: embedding {len(sentences)} sentences", flush=True)
-    embeddings[lang] = demo.embed(model.encoder, tokenizer, sentences,
-                                  normalize=False)
+    embeddings[lang] = run.embed(sentences, normalize=False)
   components = pcr.LanguageComponents.fit(embeddings)
   path = components.save(model_dir)
   print(f"Wrote the principal components of {', '.join(components.languages)}"

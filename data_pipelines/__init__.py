@@ -9,4 +9,4 @@
   cmlm_dataloader    CmlmDataConfig, CmlmDataLoader, build_cmlm_dataset
   embedded_corpus    the English corpus and vocabulary shipped in data/
 """
-import cmlm  # noqa: F401  (selects Keras 2 before TensorFlow loads; see cmlm/__init__.py)
+import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)

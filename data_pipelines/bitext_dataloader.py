@@ -15,7 +15,6 @@ import tensorflow as tf
 
 from data_pipelines import bitext
 from data_pipelines import tokenization
-from data_pipelines import vocabulary
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 
@@ -31,30 +30,16 @@ class BitextDataConfig(cfg.DataConfig):
   source_column: int = -2
   target_column: int = -1
   header: bool = False
-  vocab_file: str = ""
-  lower_case: bool = False  # multilingual vocabularies are cased (4.4)
-  seq_length: int = 64
-  # As the encoder was trained: "tf_text", or "huggingface" for imported
-  # Hugging Face models (see data_pipelines/tokenization.py).
-  text_normalization: str = "tf_text"
 
 
-def validate_config(params: BitextDataConfig) -> None:
+def validate_config(params: BitextDataConfig,
+                    tokenization_config: tokenization.TokenizationConfig
+                    ) -> None:
   """One clear sentence per problem, before any data is read."""
   if not params.input_path:
     raise ValueError("BitextDataConfig: input_path is empty; give TSV files "
                      "or 'source_file|target_file' pairs.")
-  if not params.vocab_file:
-    raise ValueError("BitextDataConfig: vocab_file is empty; set it to a "
-                     "WordPiece vocabulary file.")
-  vocabulary.load_vocab(params.vocab_file)
-  if params.text_normalization not in tokenization.TEXT_NORMALIZATIONS:
-    raise ValueError("BitextDataConfig: text_normalization must be one of "
-                     f"{', '.join(tokenization.TEXT_NORMALIZATIONS)}, got "
-                     f"{params.text_normalization!r}.")
-  if params.seq_length < 3:
-    raise ValueError(f"BitextDataConfig: seq_length={params.seq_length} "
-                     "leaves no room for a token; use 3 or more.")
+  tokenization_config.check()
   if params.global_batch_size < 2:
     raise ValueError("BitextDataConfig: global_batch_size must be 2 or more "
                      "(the other pairs of the batch are the negatives).")
@@ -63,9 +48,11 @@ def validate_config(params: BitextDataConfig) -> None:
 class BitextDataLoader(data_loader.DataLoader):
   """Builds the bitext `tf.data` pipeline for one input pipeline."""
 
-  def __init__(self, params: BitextDataConfig):
-    validate_config(params)
+  def __init__(self, params: BitextDataConfig,
+               tokenization_config: tokenization.TokenizationConfig):
+    validate_config(params, tokenization_config)
     self._params = params
+    self._tokenization = tokenization_config
 
   def load(self, input_context: Optional[tf.distribute.InputContext] = None
            ) -> tf.data.Dataset:
@@ -88,9 +75,7 @@ class BitextDataLoader(data_loader.DataLoader):
                   else params.global_batch_size)
     dataset = dataset.batch(batch_size, drop_remainder=params.is_training
                             or params.drop_remainder)
-    tokenizer = tokenization.WordPieceTokenizer(
-        params.vocab_file, params.seq_length, params.lower_case,
-        text_normalization=params.text_normalization)
+    tokenizer = tokenization.build_tokenizer(self._tokenization)
 
     def encode(source, target):
       size = tf.shape(source)[0]
@@ -107,5 +92,6 @@ class BitextDataLoader(data_loader.DataLoader):
 
 
 def build_bitext_dataset(params: BitextDataConfig,
+                         tokenization_config: tokenization.TokenizationConfig,
                          input_context=None) -> tf.data.Dataset:
-  return BitextDataLoader(params).load(input_context)
+  return BitextDataLoader(params, tokenization_config).load(input_context)

@@ -31,7 +31,6 @@ from data_pipelines import corpus
 from data_pipelines import masking
 from data_pipelines import pair_tfrecords
 from data_pipelines import tokenization
-from data_pipelines import vocabulary
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 
@@ -54,18 +53,13 @@ class CmlmDataConfig(cfg.DataConfig):
   selects documents by a hash of their text: 'train' and 'heldout' partition
   them with `heldout_percent` percent held out; 'all' keeps every document.
   Text and TFDS sources are shuffled in full; TFRecords use
-  `shuffle_buffer_size`. `text_normalization` is "tf_text" (TF Text's BERT
-  tokenizer, as TF-Hub's preprocessors) or "huggingface" (as Hugging Face's
-  BERT tokenizers, for models imported from there); see
-  `tokenization.huggingface_normalize`.
+  `shuffle_buffer_size`. How text becomes ids (vocabulary, casing,
+  normalization, sequence length) is the run's `TokenizationConfig`, given to
+  the loader beside this config.
   """
   input_path: str = ''
   skip_invalid_lines: bool = False
   text_feature: str = 'text'
-  vocab_file: str = ''
-  lower_case: bool = True
-  text_normalization: str = 'tf_text'
-  seq_length: int = 64
   max_predictions_per_seq: int = 20
   masking_rate: float = 80 / 256
   swap_order_probability: float = 0.5
@@ -73,7 +67,9 @@ class CmlmDataConfig(cfg.DataConfig):
   split: str = 'all'
 
 
-def validate_config(params: CmlmDataConfig) -> None:
+def validate_config(params: CmlmDataConfig,
+                    tokenization_config: tokenization.TokenizationConfig
+                    ) -> None:
   """Raises ValueError, one sentence per problem, before any data is read."""
   def fail(message):
     raise ValueError(f'CmlmDataConfig: {message}')
@@ -85,26 +81,18 @@ def validate_config(params: CmlmDataConfig) -> None:
     fail(f"tfds_split must name a split of {params.tfds_name!r}, e.g. 'train'.")
   if params.tfds_name and not params.text_feature:
     fail('text_feature must name the TFDS feature that holds the text.')
-  if not params.vocab_file:
-    fail('vocab_file is empty; set it to a WordPiece vocabulary file.')
-  vocabulary.load_vocab(params.vocab_file)  # Checks the file and its tokens.
+  tokenization_config.check()
+  seq_length = tokenization_config.seq_length
   try:
     corpus.check_split(params.split, params.heldout_percent)
   except corpus.CorpusError as e:
     fail(str(e))
   if params.split == 'heldout' and params.heldout_percent == 0:
     fail("split='heldout' with heldout_percent=0 selects no documents.")
-  if params.text_normalization not in tokenization.TEXT_NORMALIZATIONS:
-    fail(f'text_normalization must be one of '
-         f'{", ".join(tokenization.TEXT_NORMALIZATIONS)}, got '
-         f'{params.text_normalization!r}.')
-  if params.seq_length < 3:
-    fail(f'seq_length={params.seq_length} leaves no room for a token between '
-         '[CLS] and [SEP]; use 3 or more.')
-  if not 1 <= params.max_predictions_per_seq <= params.seq_length - 2:
+  if not 1 <= params.max_predictions_per_seq <= seq_length - 2:
     fail(f'max_predictions_per_seq={params.max_predictions_per_seq} masked '
-         f'tokens do not fit in seq_length={params.seq_length}: it must be '
-         f'between 1 and seq_length - 2 = {params.seq_length - 2} ([CLS] and '
+         f'tokens do not fit in seq_length={seq_length}: it must be '
+         f'between 1 and seq_length - 2 = {seq_length - 2} ([CLS] and '
          '[SEP] are never masked).')
   if not 0 < params.masking_rate <= 1:
     fail(f'masking_rate={params.masking_rate} must be in (0, 1].')
@@ -124,9 +112,11 @@ class CmlmDataLoader(data_loader.DataLoader):
       statistics `write_pair_tfrecords` reported when writing them.
   """
 
-  def __init__(self, params: CmlmDataConfig):
-    validate_config(params)
+  def __init__(self, params: CmlmDataConfig,
+               tokenization_config: tokenization.TokenizationConfig):
+    validate_config(params, tokenization_config)
     self._params = params
+    self._tokenization = tokenization_config
     self.corpus_stats: Optional[corpus.CorpusStats] = None
 
   def _in_memory_pairs(self, input_context):
@@ -222,7 +212,8 @@ class CmlmDataLoader(data_loader.DataLoader):
       dataset = dataset.map(pair_tfrecords.parse_pair_examples,
                             num_parallel_calls=tf.data.AUTOTUNE)
     pipeline_id = input_context.input_pipeline_id if input_context else 0
-    features = _CmlmFeatures(params, batch_size if drop_remainder else None,
+    features = _CmlmFeatures(params, self._tokenization,
+                             batch_size if drop_remainder else None,
                              pipeline_id)
     dataset = dataset.enumerate().map(
         features, num_parallel_calls=tf.data.AUTOTUNE,
@@ -231,23 +222,23 @@ class CmlmDataLoader(data_loader.DataLoader):
 
 
 def build_cmlm_dataset(params: CmlmDataConfig,
+                       tokenization_config: tokenization.TokenizationConfig,
                        input_context: Optional[tf.distribute.InputContext]
                        = None) -> tf.data.Dataset:
   """Builds the CMLM dataset; see `CmlmDataLoader` for the statistics."""
-  return CmlmDataLoader(params).load(input_context)
+  return CmlmDataLoader(params, tokenization_config).load(input_context)
 
 
 class _CmlmFeatures:
   """Maps a batch of (s1, s2) strings to the CMLM features, in-graph."""
 
-  def __init__(self, params: CmlmDataConfig, batch_size: Optional[int],
-               pipeline_id: int):
+  def __init__(self, params: CmlmDataConfig,
+               tokenization_config: tokenization.TokenizationConfig,
+               batch_size: Optional[int], pipeline_id: int):
     self._params = params
     self._batch_size = batch_size
     self._pipeline_id = pipeline_id
-    self.tokenizer = tokenization.WordPieceTokenizer(
-        params.vocab_file, params.seq_length, params.lower_case,
-        text_normalization=params.text_normalization)
+    self.tokenizer = tokenization.build_tokenizer(tokenization_config)
 
   def _seeds(self, batch_index):
     """Two stateless seeds per batch when `params.seed` is set, else None."""

@@ -102,20 +102,19 @@ def read_translations(input_path: str) -> Dict[str, List[tuple]]:
 @dataclasses.dataclass
 class NliDataConfig(cfg.DataConfig):
   input_path: str = ""  # a file, or 'lang=file,lang=file' translations
-  vocab_file: str = ""
-  lower_case: bool = False
-  seq_length: int = 64
-  text_normalization: str = "tf_text"  # as the encoder was trained
 
 
 class NliDataLoader(data_loader.DataLoader):
   """Batches of premise_* / hypothesis_* encoder inputs and `label`."""
 
-  def __init__(self, params: NliDataConfig):
-    if not params.input_path or not params.vocab_file:
-      raise ValueError("NliDataConfig needs input_path and vocab_file.")
-    vocabulary.load_vocab(params.vocab_file)
+  def __init__(self, params: NliDataConfig,
+               tokenization_config: tokenization.TokenizationConfig):
+    if not params.input_path:
+      raise ValueError("NliDataConfig: input_path is empty; give a TSV or "
+                       "JSONL file, or 'lang=file,lang=file' translations.")
+    tokenization_config.check()
     self._params = params
+    self._tokenization = tokenization_config
 
   def load(self, input_context=None) -> tf.data.Dataset:
     params = self._params
@@ -139,9 +138,7 @@ class NliDataLoader(data_loader.DataLoader):
                   else params.global_batch_size)
     dataset = dataset.batch(batch_size, drop_remainder=bool(
         params.is_training or params.drop_remainder))
-    tokenizer = tokenization.WordPieceTokenizer(
-        params.vocab_file, params.seq_length, params.lower_case,
-        text_normalization=params.text_normalization)
+    tokenizer = tokenization.build_tokenizer(self._tokenization)
     num_languages = len(tables)
 
     def encode(premise, hypothesis, label):

@@ -16,14 +16,64 @@ NFKC case folding, control characters split words); "huggingface" is BERT's
 reference tokenizer as Hugging Face's `BertTokenizerFast` runs it, which
 models imported from Hugging Face were trained with (`huggingface_normalize`).
 """
+import dataclasses
 from typing import Dict
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from data_pipelines import vocabulary
+from official.modeling.hyperparams import base_config
 
 TEXT_NORMALIZATIONS = ('tf_text', 'huggingface')
+
+
+@dataclasses.dataclass
+class TokenizationConfig(base_config.Config):
+  """How a run turns text into encoder inputs: one config for every input.
+
+  A run's `task.tokenization`; every objective's data, the exported
+  preprocessor, eval and pcr tokenize with it (`build_tokenizer`), so the
+  one embedding table always sees one tokenization.
+
+  Attributes:
+    vocab_file: the WordPiece vocabulary, one token a line.
+    lower_case: lower-case (and strip accents) before WordPiece: uncased.
+    text_normalization: "tf_text" (TF Text's BertTokenizer, as TF-Hub's
+      preprocessors) or "huggingface" (as Hugging Face's BERT tokenizers, for
+      models imported from there; see `huggingface_normalize`).
+    seq_length: length of every packed sequence, [CLS] and [SEP] included.
+  """
+  vocab_file: str = ''
+  lower_case: bool = True
+  text_normalization: str = 'tf_text'
+  seq_length: int = 64
+
+  def check(self, owner: str = 'tokenization') -> None:
+    """Raises ValueError, one sentence, for an unusable tokenization."""
+    if not self.vocab_file:
+      raise ValueError(f'{owner}.vocab_file is empty; set it to a WordPiece '
+                       'vocabulary file.')
+    vocabulary.load_vocab(self.vocab_file)  # Checks the file and its tokens.
+    if self.text_normalization not in TEXT_NORMALIZATIONS:
+      raise ValueError(f'{owner}.text_normalization must be one of '
+                       f'{", ".join(TEXT_NORMALIZATIONS)}, got '
+                       f'{self.text_normalization!r}.')
+    if self.seq_length < 3:
+      raise ValueError(f'{owner}.seq_length={self.seq_length} leaves no room '
+                       'for a token between [CLS] and [SEP]; use 3 or more.')
+
+
+def build_tokenizer(config: TokenizationConfig,
+                    seq_length: int = None) -> 'WordPieceTokenizer':
+  """The tokenizer of `config` (the one way the garden makes one).
+
+  `seq_length` replaces the config's, e.g. for serving longer inputs.
+  """
+  return WordPieceTokenizer(config.vocab_file,
+                            seq_length or config.seq_length,
+                            lower_case=config.lower_case,
+                            text_normalization=config.text_normalization)
 
 
 def huggingface_normalize(sentences: tf.Tensor, lower_case: bool) -> tf.Tensor:
@@ -97,13 +147,17 @@ class WordPieceTokenizer(tf.Module):
     """Ids that masking must never choose or produce at random."""
     return [self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id]
 
-  def tokenize(self, sentences: tf.Tensor) -> tf.RaggedTensor:
-    """Maps string sentences [batch] to ragged wordpiece ids [batch, (tokens)]."""
+  def tokenize_words(self, sentences: tf.Tensor) -> tf.RaggedTensor:
+    """Maps string sentences [batch] to wordpiece ids [batch, (words),
+    (pieces)], int32 (TF-Hub's `preprocessor.tokenize` output)."""
     if self.text_normalization == 'huggingface':
       sentences = huggingface_normalize(sentences, self.lower_case)
+    return tf.cast(self._bert_tokenizer.tokenize(sentences), tf.int32)
+
+  def tokenize(self, sentences: tf.Tensor) -> tf.RaggedTensor:
+    """Maps string sentences [batch] to ragged wordpiece ids [batch, (tokens)]."""
     # [batch, (words), (wordpieces)] -> [batch, (tokens)]
-    token_ids = self._bert_tokenizer.tokenize(sentences).merge_dims(-2, -1)
-    return tf.cast(token_ids, tf.int32)
+    return self.tokenize_words(sentences).merge_dims(-2, -1)
 
   def pack(self, token_ids: tf.RaggedTensor) -> Dict[str, tf.Tensor]:
     """Truncates, adds [CLS] and [SEP], and pads to `seq_length` with [PAD]."""

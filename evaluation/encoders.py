@@ -23,9 +23,9 @@ from typing import Callable, Dict, List, Optional, Protocol
 import numpy as np
 import tensorflow as tf
 
-from export import checkpoint as checkpoint_lib
 from export import encode as encode_lib
 from export import progress as progress_lib
+from training import run_dir
 
 Embedder = Callable[[List[str]], np.ndarray]  # one batch, no caching
 
@@ -97,25 +97,16 @@ def load_embedder(model: str, checkpoint: Optional[str] = None) -> Embedder:
                      "ENCODER_DIR,PREPROCESSOR_DIR.")
   if "," in model:
     return _hub_pair_embedder(*model.split(",", 1))
-  if os.path.isfile(os.path.join(model, checkpoint_lib.PARAMS_FILE)):
+  if os.path.isfile(os.path.join(model, run_dir.PARAMS_FILE)):
     return _checkpoint_embedder(model, checkpoint)
   return encode_lib.load_embedder(model)
 
 
 def _checkpoint_embedder(model_dir: str, checkpoint: Optional[str]) -> Embedder:
   """The trained encoder of a run, fed its training tokenization."""
-  from cmlm import cmlm_task  # pylint: disable=g-import-not-at-top
-  from data_pipelines import tokenization  # pylint: disable=g-import-not-at-top
-  params = checkpoint_lib.load_params(model_dir)
-  checkpoint_path = checkpoint_lib.find_checkpoint(model_dir, checkpoint)
-  data = params.task.train_data
-  cmlm_task.check_vocab_matches_encoder(data.vocab_file,
-                                        params.task.model.encoder.vocab_size)
-  model = checkpoint_lib.restore_model(params, checkpoint_path)
-  tokenizer = tokenization.WordPieceTokenizer(
-      data.vocab_file, data.seq_length, lower_case=data.lower_case,
-      text_normalization=data.text_normalization)
-  encoder = model.encoder
+  run = run_dir.load_run(model_dir, checkpoint)
+  encoder, tokenizer, checkpoint_path = (run.encoder, run.tokenizer,
+                                         run.checkpoint_path)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def embed_batch(sentences):

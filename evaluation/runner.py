@@ -15,7 +15,7 @@ encoding progress and figure, and `--report_dir` receives `report.json`,
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from evaluation import encoders
 from evaluation import report as report_lib
@@ -129,37 +129,23 @@ def run_evaluation(model: str, task_names: Sequence[str],
   return report
 
 
-def main(flags_obj) -> dict:
-  """`python -m cmlm eval` from its flags."""
-  data_dir = flags_obj.data_dir or (
+def evaluate(model: str, task_names: Sequence[str], options: EvalOptions,
+             data_dir: Optional[str] = None,
+             task_data: Optional[Dict[str, str]] = None,
+             checkpoint: Optional[str] = None) -> dict:
+  """`python -m cmlm eval`: `run_evaluation`, then the headline table printed.
+
+  `data_dir` defaults to `DEFAULT_DATA_DIR` when that exists.
+  """
+  if data_dir and not os.path.isdir(data_dir):
+    raise FileNotFoundError(f"--data_dir={data_dir} is not a directory.")
+  data_dir = data_dir or (
       DEFAULT_DATA_DIR if os.path.isdir(DEFAULT_DATA_DIR) else None)
-  if flags_obj.data_dir and not os.path.isdir(flags_obj.data_dir):
-    raise FileNotFoundError(f"--data_dir={flags_obj.data_dir} is not a "
-                            "directory.")
-  options = EvalOptions(
-      model=flags_obj.model or "", report_dir=flags_obj.report_dir,
-      bitext_dir=flags_obj.bitext_dir or DEFAULT_BITEXT_DIR,
-      batch_size=flags_obj.batch_size, max_examples=flags_obj.max_examples,
-      tatoeba_languages=_split(flags_obj.tatoeba_languages),
-      tatoeba_pcr=flags_obj.tatoeba_pcr, mining_source=flags_obj.mining_source,
-      mining_target=flags_obj.mining_target,
-      mining_gold=flags_obj.mining_gold,
-      mining_threshold=flags_obj.mining_threshold,
-      langdist_pool=parse_assignments(flags_obj.langdist_pool,
-                                      "langdist_pool") or None,
-      langdist_size=flags_obj.langdist_size)
-  if not flags_obj.model:
+  if not model:
     raise ValueError("--model is required: a training model_dir, an export "
                      "directory, a SavedModel, or "
                      "ENCODER_DIR,PREPROCESSOR_DIR.")
-  report = run_evaluation(
-      flags_obj.model, _split(flags_obj.tasks) or [], options, data_dir,
-      parse_assignments(flags_obj.task_data, "task_data"),
-      checkpoint=flags_obj.checkpoint)
+  report = run_evaluation(model, task_names, options, data_dir, task_data,
+                          checkpoint=checkpoint)
   print(report_lib.markdown_table(report).split("\n\n## ")[0])
   return report
-
-
-def _split(text: Optional[str]) -> Optional[List[str]]:
-  items = [item.strip() for item in (text or "").split(",") if item.strip()]
-  return items or None

@@ -1,6 +1,6 @@
 """The CMLM experiments, registered with Model Garden's `exp_factory`.
 
-This is the one module that registers them; `python -m cmlm train` imports it
+`experiments/registry.py` imports this module; the commands import that one
 by name. Each experiment also exists as YAML in `experiments/configs/`, which
 `--config_file` layers on top (the YAML files are the same values, written out
 for people who prefer to read or copy them).
@@ -13,20 +13,27 @@ for people who prefer to read or copy them).
   section 4's stages (CMLM; CMLM + 0.2 BR; BR alone), chained by
   `python -m cmlm stages --schedule=s1|s2|s3` (cmlm/stages.py).
 - `cmlm/xnli`: cross-lingual NLI fine-tuning (section 4.3).
+
+Every experiment is the one sentence-encoder task (`training/task.py`): an
+encoder (`task.model`), its tokenization (`task.tokenization`) and named,
+weighted objectives (`task.objectives.cmlm`, `.bitext_retrieval`, `.nli`).
 """
 import os
 
-from cmlm import cmlm_bitext_task
-from cmlm import cmlm_task
-from cmlm import nli_task
 from data_pipelines import bitext_dataloader
 from data_pipelines import cmlm_dataloader
 from data_pipelines import nli_data
+from data_pipelines.tokenization import TokenizationConfig
 from modeling import model_builder
+from objectives.base import ObjectivesConfig
+from objectives.bitext_retrieval import BitextRetrievalObjectiveConfig
+from objectives.cmlm import CmlmObjectiveConfig
+from objectives.nli import NliObjectiveConfig
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import optimization
 from official.nlp.configs import encoders
+from training.task import SentenceEncoderTaskConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMBEDDED_CORPUS = os.path.join(REPO_ROOT, "data", "corpus_en")
@@ -63,21 +70,24 @@ def cmlm_tiny() -> cfg.ExperimentConfig:
   """A tiny CMLM on the embedded corpus: minutes on 2 CPU cores."""
   seq_length, num_projections = 48, 15
   data = lambda split, training: cmlm_dataloader.CmlmDataConfig(
-      input_path=EMBEDDED_CORPUS, vocab_file=EMBEDDED_VOCAB,
-      seq_length=seq_length, max_predictions_per_seq=16,
+      input_path=EMBEDDED_CORPUS, max_predictions_per_seq=16,
       masking_rate=80 / 256, global_batch_size=32, is_training=training,
       heldout_percent=5, split=split, seed=None if training else 1)
   train_steps = 2000
   return cfg.ExperimentConfig(
-      task=cmlm_task.CmlmTaskConfig(
-          model=model_builder.CmlmModelConfig(
+      task=SentenceEncoderTaskConfig(
+          model=model_builder.SentenceEncoderConfig(
               encoder=encoders.BertEncoderConfig(
                   vocab_size=vocab_size_of(EMBEDDED_VOCAB), hidden_size=128,
                   num_layers=2, num_attention_heads=2, intermediate_size=256,
                   max_position_embeddings=seq_length + num_projections),
               num_projections=num_projections),
-          train_data=data("train", True),
-          validation_data=data("heldout", False)),
+          tokenization=TokenizationConfig(
+              vocab_file=EMBEDDED_VOCAB, lower_case=True,
+              seq_length=seq_length),
+          objectives=ObjectivesConfig({"cmlm": CmlmObjectiveConfig(
+              train_data=data("train", True),
+              validation_data=data("heldout", False))})),
       trainer=cfg.TrainerConfig(
           train_steps=train_steps, steps_per_loop=100,
           summary_interval=100, checkpoint_interval=500, max_to_keep=3,
@@ -87,8 +97,7 @@ def cmlm_tiny() -> cfg.ExperimentConfig:
               weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
       runtime=cfg.RuntimeConfig(distribution_strategy="one_device",
-                                num_gpus=0),
-      restrictions=["task.train_data.is_training != None"])
+                                num_gpus=0))
 
 
 @exp_factory.register_config_factory("cmlm/en_base")
@@ -96,18 +105,21 @@ def cmlm_en_base() -> cfg.ExperimentConfig:
   """The English CMLM-base recipe of section 3 (input_path to be given)."""
   seq_length, num_projections = 256, 15
   data = lambda training: cmlm_dataloader.CmlmDataConfig(
-      vocab_file="", seq_length=seq_length, max_predictions_per_seq=80,
-      masking_rate=80 / 256, global_batch_size=2048, is_training=training)
+      max_predictions_per_seq=80, masking_rate=80 / 256,
+      global_batch_size=2048, is_training=training)
   train_steps = 1_000_000
   return cfg.ExperimentConfig(
-      task=cmlm_task.CmlmTaskConfig(
-          model=model_builder.CmlmModelConfig(
+      task=SentenceEncoderTaskConfig(
+          model=model_builder.SentenceEncoderConfig(
               encoder=encoders.BertEncoderConfig(
                   vocab_size=30522, hidden_size=768, num_layers=12,
                   num_attention_heads=12, intermediate_size=3072,
                   max_position_embeddings=512),
               num_projections=num_projections),
-          train_data=data(True), validation_data=data(False)),
+          tokenization=TokenizationConfig(lower_case=True,
+                                          seq_length=seq_length),
+          objectives=ObjectivesConfig({"cmlm": CmlmObjectiveConfig(
+              train_data=data(True), validation_data=data(False))})),
       trainer=cfg.TrainerConfig(
           train_steps=train_steps, steps_per_loop=1000,
           summary_interval=1000, checkpoint_interval=10000, max_to_keep=5,
@@ -116,26 +128,28 @@ def cmlm_en_base() -> cfg.ExperimentConfig:
               "lamb", 1e-3, warmup_steps=10_000, decay_steps=train_steps,
               beta_1=0.9, beta_2=0.999, weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
-      runtime=cfg.RuntimeConfig(distribution_strategy="tpu"),
-      restrictions=["task.train_data.is_training != None"])
+      runtime=cfg.RuntimeConfig(distribution_strategy="tpu"))
 
 
 def _multilingual(cmlm_weight: float, bitext_weight: float,
                   train_steps: int) -> cfg.ExperimentConfig:
-  """Section 4.4: BERT-base, cased multilingual vocabulary, N=15, B=2048."""
+  """Section 4.4: BERT-base, cased multilingual vocabulary, N=15, B=2048.
+
+  The objectives are CMLM (weight `cmlm_weight`) and bitext retrieval
+  (`bitext_weight`, alpha of section 4.2); a weight of 0 leaves one out.
+  """
   params = cmlm_en_base()
-  data = params.task.train_data
-  data.lower_case = False
-  params.task = cmlm_bitext_task.CmlmBitextTaskConfig(
-      model=params.task.model, train_data=data,
-      validation_data=params.task.validation_data,
-      bitext_data=bitext_dataloader.BitextDataConfig(
-          lower_case=False, seq_length=data.seq_length,
-          global_batch_size=2048, is_training=True),
-      cmlm_weight=cmlm_weight, bitext_weight=bitext_weight, margin=0.3)
+  params.task.tokenization.lower_case = False
+  cmlm = params.task.objectives.cmlm
+  cmlm.weight = cmlm_weight
+  params.task.objectives = ObjectivesConfig({
+      "cmlm": cmlm,
+      "bitext_retrieval": BitextRetrievalObjectiveConfig(
+          weight=bitext_weight, margin=0.3,
+          train_data=bitext_dataloader.BitextDataConfig(
+              global_batch_size=2048, is_training=True))})
   # The paper's multilingual vocabulary has 501,153 tokens.
   params.task.model.encoder.vocab_size = 501_153
-  params.task.validation_data.lower_case = False
   params.trainer.train_steps = train_steps
   params.trainer.optimizer_config.learning_rate.polynomial.decay_steps = (
       train_steps)
@@ -164,17 +178,20 @@ def cmlm_multilingual_br() -> cfg.ExperimentConfig:
 def cmlm_xnli() -> cfg.ExperimentConfig:
   """Cross-lingual NLI fine-tuning (4.3) of a multilingual CMLM encoder.
 
-  Give `task.init_checkpoint` (a CMLM model_dir) and the data:
-  `task.train_data.input_path=en=mnli_en.tsv,de=mnli_de.tsv,...`.
+  Give `task.init_checkpoint` (a CMLM model_dir: its model and tokenization
+  are taken over) and the data:
+  `task.objectives.nli.train_data.input_path=en=mnli_en.tsv,de=mnli_de.tsv`.
   """
   base = _multilingual(1.0, 0.0, 1)
-  data = lambda training: nli_data.NliDataConfig(
-      lower_case=False, seq_length=128, global_batch_size=128,
-      is_training=training)
+  data = lambda training: nli_data.NliDataConfig(global_batch_size=128,
+                                                 is_training=training)
+  tokenization = base.task.tokenization
+  tokenization.seq_length = 128
   return cfg.ExperimentConfig(
-      task=nli_task.NliTaskConfig(model=base.task.model,
-                                  train_data=data(True),
-                                  validation_data=data(False)),
+      task=SentenceEncoderTaskConfig(
+          model=base.task.model, tokenization=tokenization,
+          objectives=ObjectivesConfig({"nli": NliObjectiveConfig(
+              train_data=data(True), validation_data=data(False))})),
       trainer=cfg.TrainerConfig(
           train_steps=30_000, steps_per_loop=500, checkpoint_interval=5000,
           validation_interval=5000, validation_steps=50,
@@ -182,5 +199,4 @@ def cmlm_xnli() -> cfg.ExperimentConfig:
               "adamw", 2e-5, warmup_steps=3000, decay_steps=30_000,
               weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
-      runtime=cfg.RuntimeConfig(distribution_strategy="mirrored"),
-      restrictions=["task.train_data.is_training != None"])
+      runtime=cfg.RuntimeConfig(distribution_strategy="mirrored"))

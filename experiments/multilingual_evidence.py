@@ -21,21 +21,24 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import numpy as np  # noqa: E402
 
-from cmlm import cmlm_bitext_task  # noqa: E402
-from cmlm import demo  # noqa: E402
-from cmlm import train  # noqa: E402
 from data_pipelines import bitext  # noqa: E402
+from data_pipelines import bitext_dataloader  # noqa: E402
+from data_pipelines import cmlm_dataloader  # noqa: E402
 from data_pipelines import corpus  # noqa: E402
 from data_pipelines import multilingual_vocab  # noqa: E402
 from data_pipelines import tokenization  # noqa: E402
 from data_pipelines import vocabulary  # noqa: E402
 from experiments import cmlm_experiments  # noqa: E402
+from experiments import registry  # noqa: E402,F401  (registers experiments)
 from modeling import principal_component_removal as pcr  # noqa: E402
-from official.core import config_definitions as cfg  # noqa: E402
+from objectives import base as objective_base  # noqa: E402
+from objectives import bitext_retrieval  # noqa: E402
 from official.core import exp_factory  # noqa: E402
+from training import run_dir  # noqa: E402
+from training import train  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(cmlm_experiments.REPO_ROOT), "shared",
                       "data")
@@ -97,24 +100,30 @@ def build_vocab(corpora, pairs, vocab_size, work_dir):
 
 def experiment(corpora, bitext_path, vocab_path, steps, cmlm_weight,
                bitext_weight, init_checkpoint=""):
-  tiny = exp_factory.get_exp_config("cmlm/tiny")
-  params = cfg.ExperimentConfig(
-      task=cmlm_bitext_task.CmlmBitextTaskConfig(
-          model=tiny.task.model, train_data=tiny.task.train_data,
-          cmlm_weight=cmlm_weight, bitext_weight=bitext_weight,
-          init_checkpoint=init_checkpoint),
-      trainer=tiny.trainer, runtime=tiny.runtime)
+  """cmlm/tiny's encoder on the multilingual data: CMLM (`cmlm_weight`) and
+  bitext retrieval (`bitext_weight`; 0 leaves it out), one cased
+  vocabulary and tokenization for both."""
+  params = exp_factory.get_exp_config("cmlm/tiny")
+  cmlm = params.task.objectives.cmlm
+  cmlm.weight = cmlm_weight
+  cmlm.validation_data = cmlm_dataloader.CmlmDataConfig()  # none
+  params.task.objectives = objective_base.ObjectivesConfig({
+      "cmlm": cmlm,
+      "bitext_retrieval": bitext_retrieval.BitextRetrievalObjectiveConfig(
+          weight=bitext_weight,
+          train_data=bitext_dataloader.BitextDataConfig(
+              input_path=bitext_path, global_batch_size=32,
+              is_training=True))})
   params.override({
       "task": {
+          "init_checkpoint": init_checkpoint,
           "model": {"encoder": {"vocab_size": cmlm_experiments.vocab_size_of(
               vocab_path)}},
-          "train_data": {"input_path": ",".join(corpora.values()),
-                         "vocab_file": vocab_path, "lower_case": False,
-                         "split": "all", "heldout_percent": 0,
-                         "seq_length": 48},
-          "bitext_data": {"input_path": bitext_path, "vocab_file": vocab_path,
-                          "lower_case": False, "seq_length": 48,
-                          "global_batch_size": 32, "is_training": True}},
+          "tokenization": {"vocab_file": vocab_path, "lower_case": False,
+                           "seq_length": 48},
+          "objectives": {"cmlm": {"train_data": {
+              "input_path": ",".join(corpora.values()), "split": "all",
+              "heldout_percent": 0}}}},
       "trainer": {"train_steps": steps, "checkpoint_interval": steps,
                   "optimizer_config": {"learning_rate": {"polynomial": {
                       "decay_steps": steps}}}}})
@@ -142,10 +151,11 @@ def tatoeba(encode, shared, components=None):
   return results
 
 
-def evaluate(model, vocab_path, shared, samples):
-  tokenizer = tokenization.WordPieceTokenizer(vocab_path, 48, lower_case=False)
-  encode = lambda sentences: demo.embed(model.encoder, tokenizer, sentences,
-                                        normalize=False)
+def evaluate(model, tokenization_config, shared, samples):
+  """Tatoeba accuracies of `model`'s encoder, without and with PCR."""
+  tokenizer = tokenization.build_tokenizer(tokenization_config)
+  encode = lambda sentences: run_dir.embed_sentences(
+      model.encoder, tokenizer, sentences, normalize=False)
   components = pcr.LanguageComponents.fit(
       {code: encode(sentences) for code, sentences in samples.items()})
   return tatoeba(encode, shared), tatoeba(encode, shared, components)
@@ -171,8 +181,11 @@ def main():
       args.bitext_weight, init_checkpoint=stage1),
                          os.path.join(args.work_dir, "s3_stage2")).model
   report = {}
+  tokenization_config = experiment(corpora, bitext_path, vocab_path,
+                                   args.steps, 1.0, 0.0).task.tokenization
   for name, model in runs.items():
-    plain, removed = evaluate(model, vocab_path, args.shared_data, samples)
+    plain, removed = evaluate(model, tokenization_config, args.shared_data,
+                              samples)
     report[name], report[name + "+PCR"] = plain, removed
   print(f"\nTatoeba top-1 accuracy (xx->eng / eng->xx), {args.steps} steps "
         f"each, alpha={args.bitext_weight}:")

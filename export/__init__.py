@@ -8,4 +8,4 @@
   exporter      `python -m cmlm export`: all three from a checkpoint
   encode        `python -m cmlm encode`: a file of sentences -> .npy
 """
-import cmlm  # noqa: F401  (selects Keras 2 before TensorFlow loads; see cmlm/__init__.py)
+import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)

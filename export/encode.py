@@ -169,13 +169,3 @@ def _save_npy(path: str, array: np.ndarray) -> None:
     if os.path.exists(temporary):
       os.remove(temporary)
     raise
-
-
-def main(flags_obj) -> np.ndarray:
-  """`python -m cmlm encode` from its flags."""
-  embeddings = encode_file(
-      flags_obj.model, flags_obj.input, flags_obj.output,
-      batch_size=flags_obj.batch_size, normalize=flags_obj.normalize,
-      overwrite=flags_obj.overwrite)
-  print(f"Wrote {flags_obj.output}: float32 {list(embeddings.shape)}")
-  return embeddings

@@ -22,10 +22,12 @@ conditioning vectors of another sentence.
 """
 import contextlib
 import logging
+from typing import Optional
 
 import tensorflow as tf
 import tf_keras
 
+from modeling.conditional_mlm import ConditionalMlmHead
 from modeling.sentence_encoder import SentenceEncoder
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -38,8 +40,9 @@ def encoder_inputs():
           for name in INPUT_NAMES}
 
 
-def build_export_encoder(cmlm_model: tf_keras.Model,
-                         with_mlm: bool = False) -> tf_keras.Model:
+def build_export_encoder(trained: SentenceEncoder,
+                         mlm_head: Optional[ConditionalMlmHead] = None
+                         ) -> tf_keras.Model:
   """A functional Keras model over the trained encoder's layers.
 
   The exported model holds only what computes the embedding: the transformer,
@@ -48,10 +51,9 @@ def build_export_encoder(cmlm_model: tf_keras.Model,
   [CLS] pooler stays frozen, as in training).
 
   Args:
-    cmlm_model: a trained `ConditionalMaskedLM`.
-    with_mlm: attach the `.mlm` subobject.
+    trained: the run's `SentenceEncoder`.
+    mlm_head: CMLM's head, to attach the `.mlm` subobject (None: no `.mlm`).
   """
-  trained = cmlm_model.encoder
   uses_projection = trained.sentence_representation == "proj"
   encoder = SentenceEncoder(
       trained.transformer, pooling=trained.pooling.mode,
@@ -62,8 +64,8 @@ def build_export_encoder(cmlm_model: tf_keras.Model,
   outputs = encoder(inputs)
   core_model = tf_keras.Model(inputs=inputs, outputs=outputs,
                               name="cmlm_encoder")
-  if with_mlm:
-    if cmlm_model.skip:
+  if mlm_head is not None:
+    if mlm_head.skip:
       raise ValueError(
           "--export_mlm is not available for the 'skip' architecture: its MLM "
           "head also reads another sentence's projected vectors.")
@@ -72,7 +74,7 @@ def build_export_encoder(cmlm_model: tf_keras.Model,
         shape=(None,), dtype=tf.int32, name="masked_lm_positions")
     mlm_outputs = dict(encoder({k: mlm_inputs[k] for k in INPUT_NAMES}))
     # [batch, num_predictions, vocab_size]
-    mlm_outputs["mlm_logits"] = cmlm_model.masked_lm(
+    mlm_outputs["mlm_logits"] = mlm_head.masked_lm(
         mlm_outputs["sequence_output"],
         masked_positions=mlm_inputs["masked_lm_positions"])
     # As export_tfhub_lib: keep the MLM head's weights out of the core model.

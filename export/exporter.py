@@ -12,7 +12,7 @@ from the latest checkpoint of `--model_dir` (or `--checkpoint=.../ckpt-N`);
 the version is the checkpoint's step unless `--version` says otherwise. The
 checkpoint is read and every model built before anything is written; the
 three directories are then written to temporary directories and renamed into
-place together (`export.atomic`), and none replaces an existing one without
+place together (`training.atomic`), and none replaces an existing one without
 `--overwrite`. Exporting a later checkpoint into the same `--export_dir` with
 `--overwrite` replaces encoder/ and preprocessor/ and adds its serving
 version beside the older ones, which TF Serving keeps or retires by its own
@@ -26,13 +26,13 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from cmlm import cmlm_task
-from export import atomic
-from export import checkpoint as checkpoint_lib
 from export import encoder as encoder_lib
 from export import preprocessor as preprocessor_lib
 from export import serving
 from modeling import principal_component_removal as pcr
+from training import atomic
+from training import run_dir
+from training import task as task_lib
 
 ENCODER_DIR = "encoder"
 PREPROCESSOR_DIR = "preprocessor"
@@ -76,12 +76,13 @@ def export_run(model_dir: str, export_dir: str,
   if not model_dir:
     raise ValueError("--model_dir is required: the directory of the "
                      "training run to export.")
-  params = checkpoint_lib.load_params(model_dir)
-  if export_mlm and checkpoint_lib.is_nli_run(params):
-    raise ValueError(f"{model_dir} is an NLI fine-tuning run: it has no "
+  params = run_dir.load_params(model_dir)
+  if export_mlm and run_dir.cmlm_objective_name(params) is None:
+    objectives = ", ".join(params.task.active_objectives())
+    raise ValueError(f"{model_dir} trained {objectives}, not CMLM: it has no "
                      "trained MLM head to export; drop --mlm.")
-  checkpoint_path = checkpoint_lib.find_checkpoint(model_dir, checkpoint)
-  step = checkpoint_lib.checkpoint_step(checkpoint_path)
+  checkpoint_path = run_dir.find_checkpoint(model_dir, checkpoint)
+  step = run_dir.checkpoint_step(checkpoint_path)
   version = step if version is None else version
   export_dir = os.path.abspath(export_dir)
   result = ExportResult(
@@ -94,18 +95,22 @@ def export_run(model_dir: str, export_dir: str,
 
   # Build everything first: a bad checkpoint, vocabulary or config fails
   # before anything is written.
-  data = params.task.train_data
-  cmlm_task.check_vocab_matches_encoder(data.vocab_file,
-                                        params.task.model.encoder.vocab_size)
-  model = checkpoint_lib.restore_model(params, checkpoint_path)
-  encoder_model = encoder_lib.build_export_encoder(model, export_mlm)
-  preprocessor = preprocessor_lib.Preprocessor(data.vocab_file,
-                                               data.lower_case,
-                                               data.seq_length,
-                                               data.text_normalization)
+  tokenization = params.task.tokenization
+  task_lib.check_vocab_matches_encoder(tokenization.vocab_file,
+                                       params.task.model.encoder.vocab_size)
+  # The encoder alone (and CMLM's head for --mlm): no other objective's head
+  # or state, nor the optimizer, is read or exported.
+  restored = run_dir.restore_encoder(params, checkpoint_path,
+                                     with_mlm_head=export_mlm)
+  encoder, mlm_head = restored if export_mlm else (restored, None)
+  encoder_model = encoder_lib.build_export_encoder(encoder, mlm_head)
+  preprocessor = preprocessor_lib.Preprocessor(tokenization.vocab_file,
+                                               tokenization.lower_case,
+                                               tokenization.seq_length,
+                                               tokenization.text_normalization)
   # The serving model gets its own functional model over the same layers,
   # without the MLM head.
-  serving_encoder = encoder_lib.build_export_encoder(model)
+  serving_encoder = encoder_lib.build_export_encoder(encoder)
   components = None
   if os.path.exists(os.path.join(model_dir, pcr.FILE_NAME)):
     components = pcr.LanguageComponents.load(model_dir)
@@ -115,25 +120,12 @@ def export_run(model_dir: str, export_dir: str,
     encoder_tmp, preprocessor_tmp, serving_tmp = (
         stack.enter_context(atomic.atomic_directory(target, overwrite))
         for target in targets)
-    encoder_lib.export_encoder(encoder_model, encoder_tmp, data.vocab_file,
-                               data.lower_case)
+    encoder_lib.export_encoder(encoder_model, encoder_tmp,
+                               tokenization.vocab_file,
+                               tokenization.lower_case)
     preprocessor_lib.save_preprocessor(preprocessor, preprocessor_tmp)
     serving.export_text_embedding(serving_tmp, preprocessor, serving_encoder,
                                   normalize, components)
-  return result
-
-
-def main(flags_obj) -> ExportResult:
-  """`python -m cmlm export` from its flags; prints where things went."""
-  result = export_run(
-      flags_obj.model_dir, flags_obj.export_dir,
-      checkpoint=flags_obj.checkpoint, version=flags_obj.version,
-      overwrite=flags_obj.overwrite, normalize=flags_obj.normalize,
-      export_mlm=flags_obj.export_mlm)
-  print(f"Exported {result.checkpoint_path} (step {result.step}):\n"
-        f"  encoder       {result.encoder_dir}\n"
-        f"  preprocessor  {result.preprocessor_dir}\n"
-        f"  serving       {result.serving_dir}")
   return result
 
 
@@ -150,13 +142,9 @@ def export_and_reload(model_dir: str, in_memory_encoder, sentences,
     A one-line summary to print.
   """
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-  from data_pipelines import tokenization  # pylint: disable=g-import-not-at-top
   export_dir = export_dir or os.path.join(model_dir, "export")
   result = export_run(model_dir, export_dir, overwrite=True)
-  data = checkpoint_lib.load_params(model_dir).task.train_data
-  tokenizer = tokenization.WordPieceTokenizer(
-      data.vocab_file, data.seq_length, lower_case=data.lower_case,
-      text_normalization=data.text_normalization)
+  tokenizer = run_dir.build_tokenizer(run_dir.load_params(model_dir))
   batch = tf.constant(list(sentences))
   preprocess = hub.KerasLayer(result.preprocessor_dir)
   encode = hub.KerasLayer(result.encoder_dir)

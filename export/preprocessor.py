@@ -92,35 +92,21 @@ def bert_pack_inputs(segments, seq_length, cls_id, sep_id, pad_id):
 
 
 class _Tokenize(tf.Module):
-  """`preprocessor.tokenize`: strings `[batch]` -> `[batch, (words), (pieces)]`.
-  """
+  """`preprocessor.tokenize`: strings `[batch]` -> `[batch, (words), (pieces)]`,
+  by the garden's one tokenizer (`tokenization.WordPieceTokenizer`), whose
+  vocabulary file the SavedModel keeps as an asset."""
 
-  def __init__(self, vocab_file: str, lower_case: bool,
-               special_tokens: dict, text_normalization: str = "tf_text"):
+  def __init__(self, tokenizer: tokenization.WordPieceTokenizer,
+               special_tokens: dict):
     super().__init__(name="tokenize")
-    self._lower_case = lower_case
-    self._huggingface = text_normalization == "huggingface"
-    # As data_pipelines.tokenization.WordPieceTokenizer: a hash table that
-    # answers -1 for a missing key, read from the vocabulary (an asset).
-    initializer = tf.lookup.TextFileInitializer(
-        vocab_file,
-        key_dtype=tf.string, key_index=tf.lookup.TextFileIndex.WHOLE_LINE,
-        value_dtype=tf.int64, value_index=tf.lookup.TextFileIndex.LINE_NUMBER)
-    self._vocab_table = tf.lookup.StaticHashTable(initializer, -1)
-    self._bert_tokenizer = tf_text.BertTokenizer(
-        self._vocab_table, token_out_type=tf.int64,
-        unknown_token=vocabulary.UNK,
-        lower_case=lower_case and not self._huggingface)
+    self._tokenizer = tokenizer
     special = {key: tf.constant(value) for key, value in special_tokens.items()}
     self.get_special_tokens_dict = tf.function(lambda: special,
                                                input_signature=[])
 
   @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def __call__(self, sentences):
-    if self._huggingface:
-      sentences = tokenization.huggingface_normalize(sentences,
-                                                     self._lower_case)
-    return tf.cast(self._bert_tokenizer.tokenize(sentences), tf.int32)
+    return self._tokenizer.tokenize_words(sentences)
 
 
 class _BertPackInputs(tf.Module):
@@ -176,12 +162,10 @@ class Preprocessor(tf.Module):
                                      name="do_lower_case")
     self.seq_length = tf.Variable(seq_length, trainable=False,
                                   name="seq_length")
-    if text_normalization not in tokenization.TEXT_NORMALIZATIONS:
-      raise ValueError(f"text_normalization must be one of "
-                       f"{', '.join(tokenization.TEXT_NORMALIZATIONS)}, got "
-                       f"{text_normalization!r}.")
-    self.tokenize = _Tokenize(vocab_file, lower_case, special_tokens,
-                              text_normalization)
+    tokenizer = tokenization.WordPieceTokenizer(
+        vocab_file, seq_length, lower_case=lower_case,
+        text_normalization=text_normalization)
+    self.tokenize = _Tokenize(tokenizer, special_tokens)
     self.bert_pack_inputs = _BertPackInputs(seq_length, special_tokens)
 
   @tf.function(input_signature=[STRING_BATCH], autograph=False)

@@ -11,7 +11,7 @@ API, https://www.tensorflow.org/hub/common_saved_model_apis/text):
     embeddings = hub.load(path)(tf.constant(sentences))  # [batch, hidden]
 
 It is written as version `<base>/<version>/` of TF Serving's layout; see
-`export.atomic` for how a version appears all at once.
+`training.atomic` for how a version appears all at once.
 """
 from typing import Optional
 

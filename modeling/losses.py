@@ -1,6 +1,8 @@
-"""CMLM's loss: cross-entropy of s2's masked tokens (paper section 2).
+"""Plain loss functions: CMLM's masked-token cross-entropy (section 2) and
+the NLI classifier's (section 4.3). The bitext retrieval loss is in
+`bitext_loss.py`.
 
-Kept as a plain function so it can be read and tested without a model.
+Kept as plain functions so they can be read and tested without a model.
 """
 import tensorflow as tf
 
@@ -28,3 +30,9 @@ def conditional_mlm_loss(masked_lm_ids, mlm_logits, masked_lm_weights,
   if normalizer is None:
     normalizer = tf.reduce_sum(weights)
   return tf.math.divide_no_nan(tf.reduce_sum(per_token * weights), normalizer)
+
+
+def classification_loss(labels, logits):
+  """Mean softmax cross-entropy of `logits` `[batch, classes]`, in float32."""
+  return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.cast(labels, tf.int32), logits=tf.cast(logits, tf.float32)))

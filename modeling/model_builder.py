@@ -1,14 +1,18 @@
-"""Config and builders for the CMLM models (paper section 2, table 7, table 9).
+"""Config and builders of the shared sentence encoder (section 2, tables 7, 9).
 
-`CmlmModelConfig` is the `model` block of a CMLM experiment; its `encoder`
-is Model Garden's own `BertEncoderConfig`, so YAML written for Model Garden's
-BERT reads the same here.
+`SentenceEncoderConfig` is the `model` block of every experiment: the
+encoder all objectives share. Its `encoder` is Model Garden's own
+`BertEncoderConfig`, so YAML written for Model Garden's BERT reads the same
+here. Objective heads (CMLM's MLM head, NLI's classifier, ...) are built by
+their objectives (`objectives/`), not here.
 """
 import dataclasses
+from typing import Optional
 
 import tf_keras
 
 from modeling.conditional_mlm import ConditionalMaskedLM
+from modeling.conditional_mlm import ConditionalMlmHead
 from modeling.pooling import POOLING_MODES
 from modeling.projection_head import ProjectionHead
 from modeling.sentence_encoder import SENTENCE_REPRESENTATIONS
@@ -19,26 +23,21 @@ from official.nlp.configs import encoders
 
 
 @dataclasses.dataclass
-class CmlmModelConfig(base_config.Config):
-  """The CMLM model.
+class SentenceEncoderConfig(base_config.Config):
+  """The sentence encoder every objective of a run shares.
 
   Attributes:
     encoder: the transformer (Model Garden's BERT config).
-    num_projections: N of section 2 (table 7: 15 is best).
+    num_projections: N of section 2 (table 7: 15 is best): the projection
+      head P(v) CMLM conditions on, whose positions the transformer reserves.
     pooling: "mean" | "cls" | "max" (table 9).
     sentence_representation: "pooled" (v) or "proj" (mean of v_p; table 7).
-    skip: the "skip" architecture of table 7.
-    mlm_activation: activation of the MLM head's transform layer.
-    mlm_initializer_range: stddev of the MLM head's initializer.
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=encoders.BertEncoderConfig)
   num_projections: int = 15
   pooling: str = "mean"
   sentence_representation: str = "pooled"
-  skip: bool = False
-  mlm_activation: str = "gelu"
-  mlm_initializer_range: float = 0.02
 
   def validate(self):
     super().validate()
@@ -54,9 +53,10 @@ class CmlmModelConfig(base_config.Config):
                        f"{self.num_projections}.")
 
 
-def build_cmlm_model(config: CmlmModelConfig, seq_length=None
-                     ) -> ConditionalMaskedLM:
-  """The trainable CMLM model; `model.encoder` is the exportable encoder."""
+def build_sentence_encoder(config: SentenceEncoderConfig,
+                           seq_length: Optional[int] = None
+                           ) -> SentenceEncoder:
+  """The shared, exportable encoder: transformer + pooling + P (appendix C)."""
   config.validate()
   transformer = build_transformer(config.encoder, config.num_projections,
                                   seq_length)
@@ -65,13 +65,27 @@ def build_cmlm_model(config: CmlmModelConfig, seq_length=None
   projection_head = ProjectionHead(config.num_projections,
                                    initializer=initializer,
                                    name="projection_head")
-  encoder = SentenceEncoder(
+  return SentenceEncoder(
       transformer, pooling=config.pooling,
       sentence_representation=config.sentence_representation,
       projection_head=projection_head, name="sentence_encoder")
-  return ConditionalMaskedLM(
-      encoder, projection_head, skip=config.skip,
-      mlm_activation=config.mlm_activation,
+
+
+def build_cmlm_head(encoder: SentenceEncoder, skip: bool = False,
+                    mlm_activation: str = "gelu",
+                    mlm_initializer_range: float = 0.02
+                    ) -> ConditionalMlmHead:
+  """CMLM's MLM head, tied to `encoder`'s word embeddings."""
+  return ConditionalMlmHead(
+      encoder.transformer, skip=skip, mlm_activation=mlm_activation,
       mlm_initializer=tf_keras.initializers.TruncatedNormal(
-          stddev=config.mlm_initializer_range),
-      name="conditional_mlm")
+          stddev=mlm_initializer_range),
+      name="cmlm_head")
+
+
+def build_cmlm_model(config: SentenceEncoderConfig, seq_length=None,
+                     **head_kwargs) -> ConditionalMaskedLM:
+  """Encoder + CMLM head as one model; `head_kwargs` go to `build_cmlm_head`."""
+  encoder = build_sentence_encoder(config, seq_length)
+  return ConditionalMaskedLM(encoder, build_cmlm_head(encoder, **head_kwargs),
+                             name="conditional_mlm")

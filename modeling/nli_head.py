@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_keras
 
 from modeling.sentence_encoder import SentenceEncoder
+from modeling.sentence_encoder import build_from_input_shapes
 
 ENCODER_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -17,29 +18,73 @@ def pair_features(u, v):
   return tf.concat([u, v, tf.abs(u - v), u * v], axis=-1)
 
 
+def sentence_pair_embeddings(encoder: SentenceEncoder, features, first: str,
+                             second: str, training=None):
+  """(u, v) `[batch, hidden]`: the encoder's embeddings of `first_*` and
+  `second_*` encoder inputs (e.g. "premise", "hypothesis")."""
+  return tuple(encoder({key: features[f"{side}_{key}"]
+                        for key in ENCODER_KEYS},
+                       training=training)["pooled_output"]
+               for side in (first, second))
+
+
+@tf_keras.utils.register_keras_serializable(package="cmlm")
+class NliHead(tf_keras.layers.Layer):
+  """The 3-way classifier on [u, v, |u - v|, u * v] (section 4.3)."""
+
+  def __init__(self, num_classes: int = 3, initializer="glorot_uniform",
+               **kwargs):
+    super().__init__(**kwargs)
+    self.num_classes = num_classes
+    self._initializer = tf_keras.initializers.get(initializer)
+    self.classifier = tf_keras.layers.Dense(
+        num_classes, kernel_initializer=self._initializer,
+        name="nli_classifier")
+
+  def call(self, u, v):
+    return self.classifier(pair_features(u, v))  # [batch, num_classes]
+
+  def get_config(self):
+    return dict(super().get_config(), num_classes=self.num_classes,
+                initializer=tf_keras.initializers.serialize(
+                    self._initializer))
+
+
+@tf_keras.utils.register_keras_serializable(package="cmlm")
 class NliModel(tf_keras.Model):
-  """Premise and hypothesis through one trainable encoder, then a classifier.
+  """Premise and hypothesis through one trainable encoder, then `NliHead`.
 
   Inputs: `premise_{input_word_ids,input_mask,input_type_ids}` and
   `hypothesis_*`, int32 `[batch, seq_length]`. Output: `logits`
-  `[batch, num_classes]`.
+  `[batch, num_classes]`. Training runs the same pass through the NLI
+  objective (`objectives/nli.py`).
   """
 
   def __init__(self, encoder: SentenceEncoder, num_classes: int = 3,
                initializer="glorot_uniform", **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
-    self.classifier = tf_keras.layers.Dense(
-        num_classes, kernel_initializer=initializer, name="nli_classifier")
+    self.head = NliHead(num_classes, initializer, name="nli_head")
 
   def call(self, features, training=None):
-    u, v = (self.encoder({key: features[f"{side}_{key}"]
-                          for key in ENCODER_KEYS},
-                         training=training)["pooled_output"]
-            for side in ("premise", "hypothesis"))
-    return dict(logits=self.classifier(pair_features(u, v)))
+    u, v = sentence_pair_embeddings(self.encoder, features, "premise",
+                                    "hypothesis", training=training)
+    return dict(logits=self.head(u, v))
 
-  @property
-  def checkpoint_items(self):
-    """The encoder alone, so CMLM checkpoints initialise it."""
-    return dict(encoder=self.encoder)
+  def get_config(self):
+    head = self.head.get_config()
+    return dict(super().get_config(), name=self.name, trainable=self.trainable,
+                encoder=tf_keras.layers.serialize(self.encoder),
+                num_classes=head["num_classes"],
+                initializer=head["initializer"])
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    if isinstance(config["encoder"], dict):
+      config["encoder"] = tf_keras.layers.deserialize(
+          config["encoder"], custom_objects=custom_objects)
+    return cls(**config)
+
+  def build_from_config(self, config):
+    build_from_input_shapes(self, config["input_shape"])

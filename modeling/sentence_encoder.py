@@ -59,6 +59,11 @@ def build_transformer(config: encoders.BertEncoderConfig,
       norm_first=config.norm_first,
       with_dense_inputs=True,
       name="transformer")
+  return _build_and_freeze_pooler(transformer)
+
+
+def _build_and_freeze_pooler(transformer: networks.BertEncoderV2
+                             ) -> networks.BertEncoderV2:
   # Build the variables now (the MLM head ties to the embedding table).
   transformer(transformer.inputs)
   # Sentence vectors come from `SentencePooling`; BERT's [CLS] pooler dense
@@ -68,6 +73,34 @@ def build_transformer(config: encoders.BertEncoderConfig,
   return transformer
 
 
+def build_from_input_shapes(model: tf_keras.Model, input_shapes) -> None:
+  """Builds a model of int32 inputs by calling it on zeros of those shapes
+  (unknown dimensions 1): Keras's `Model.build` feeds float placeholders,
+  which the embedding lookup refuses."""
+  model({key: tf.zeros([1 if dim is None else dim for dim in shape], tf.int32)
+         for key, shape in input_shapes.items()})
+
+
+def serialize_transformer(transformer: networks.BertEncoderV2) -> dict:
+  """The transformer's Keras config, its layer name included (Model Garden's
+  `BertEncoderV2.get_config` leaves the name out, and the variables' names
+  follow it)."""
+  serialized = tf_keras.layers.serialize(transformer)
+  serialized["config"] = dict(serialized["config"], name=transformer.name)
+  return serialized
+
+
+def deserialize_transformer(config, custom_objects=None
+                            ) -> networks.BertEncoderV2:
+  """`serialize_transformer`'s inverse: built, its pooler frozen as in
+  `build_transformer`. A transformer object passes through unchanged."""
+  if not isinstance(config, dict):
+    return config
+  return _build_and_freeze_pooler(
+      tf_keras.layers.deserialize(config, custom_objects=custom_objects))
+
+
+@tf_keras.utils.register_keras_serializable(package="cmlm")
 class SentenceEncoder(tf_keras.Model):
   """Text ids in, sentence embedding out; TF-Hub's encoder interface.
 
@@ -124,3 +157,25 @@ class SentenceEncoder(tf_keras.Model):
     return dict(default=vector, pooled_output=vector,
                 sequence_output=outputs["sequence_output"],
                 encoder_outputs=outputs["encoder_outputs"])
+
+  def get_config(self):
+    projection_head = (None if self.projection_head is None else
+                       tf_keras.layers.serialize(self.projection_head))
+    return dict(super().get_config(), name=self.name, trainable=self.trainable,
+                transformer=serialize_transformer(self.transformer),
+                pooling=self.pooling.mode,
+                sentence_representation=self.sentence_representation,
+                projection_head=projection_head)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    config["transformer"] = deserialize_transformer(config["transformer"],
+                                                    custom_objects)
+    if isinstance(config.get("projection_head"), dict):
+      config["projection_head"] = tf_keras.layers.deserialize(
+          config["projection_head"], custom_objects=custom_objects)
+    return cls(**config)
+
+  def build_from_config(self, config):
+    build_from_input_shapes(self, config["input_shape"])

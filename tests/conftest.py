@@ -3,7 +3,7 @@
 The CPU is split into two logical devices before TensorFlow runs anything, so
 tests can compare MirroredStrategy over two replicas with one device.
 """
-import cmlm  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 _cpus = tf.config.list_physical_devices("CPU")
@@ -26,3 +26,22 @@ def two_cpu_strategies():
   assert len(devices) == 2, "the CPU is split into two logical devices above"
   return (tf.distribute.OneDeviceStrategy(devices[0]),
           tf.distribute.MirroredStrategy(devices))
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+  """A real 4-step cmlm/tiny run (tests/helpers.tiny_run_params), trained
+  once per session: (model_dir, TrainResult). Read it; never write in it."""
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  from training import train  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path_factory.mktemp("tiny_run"))
+  return model_dir, train.run(helpers.tiny_run_params(4), model_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_run, tmp_path_factory):
+  """`tiny_run` exported once per session (with the `.mlm` subobject):
+  the `export.exporter.ExportResult`."""
+  from export import exporter  # pylint: disable=g-import-not-at-top
+  export_dir = str(tmp_path_factory.mktemp("tiny_export") / "export")
+  return exporter.export_run(tiny_run[0], export_dir, export_mlm=True)

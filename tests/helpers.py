@@ -1,16 +1,19 @@
 """Tiny configs and batches shared by the tests (hidden 16, one layer)."""
+import os
+
 import numpy as np
 import tensorflow as tf
 
 from modeling import model_builder
 from official.nlp.configs import encoders
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB_SIZE = 40
 SPECIAL_IDS = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
 
 
 def tiny_model_config(num_projections=3, **kwargs):
-  return model_builder.CmlmModelConfig(
+  return model_builder.SentenceEncoderConfig(
       encoder=encoders.BertEncoderConfig(
           vocab_size=VOCAB_SIZE, hidden_size=16, num_layers=1,
           num_attention_heads=2, intermediate_size=32,
@@ -19,17 +22,28 @@ def tiny_model_config(num_projections=3, **kwargs):
       num_projections=num_projections, **kwargs)
 
 
-def tiny_run_overrides(train_steps: int) -> dict:
+def tiny_run_overrides(train_steps: int, objective: str = "cmlm") -> dict:
   """`params.override()` of cmlm/tiny for short real runs: a 1-layer,
   16-wide encoder, batches of 4 x 16 tokens, a checkpoint every 2 steps."""
+  data = {"global_batch_size": 4, "max_predictions_per_seq": 5}
   return {
       "task": {"model": {"encoder": {"hidden_size": 16, "num_layers": 1,
                                      "num_attention_heads": 2,
                                      "intermediate_size": 32}},
-               "train_data": {"global_batch_size": 4, "seq_length": 16,
-                              "max_predictions_per_seq": 5}},
+               "tokenization": {"seq_length": 16},
+               "objectives": {objective: {"train_data": data,
+                                          "validation_data": data}}},
       "trainer": {"train_steps": train_steps, "steps_per_loop": 2,
                   "checkpoint_interval": 2, "summary_interval": 2}}
+
+
+def tiny_run_params(train_steps: int = 4):
+  """cmlm/tiny with `tiny_run_overrides`: a real run in seconds."""
+  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top
+  from official.core import exp_factory  # pylint: disable=g-import-not-at-top
+  params = exp_factory.get_exp_config("cmlm/tiny")
+  params.override(tiny_run_overrides(train_steps))
+  return params
 
 
 def fake_batch(batch_size=4, seq_length=10, num_predictions=3, seed=0,
@@ -68,10 +82,16 @@ def encoder_inputs(features, prefix="s1_"):
           for key in ("input_word_ids", "input_mask", "input_type_ids")}
 
 
-def tiny_task_config(**model_kwargs):
-  """A CMLM task config on the tiny model, for batches from `fake_batch`."""
-  from cmlm import cmlm_task  # pylint: disable=g-import-not-at-top
-  from data_pipelines import cmlm_dataloader  # pylint: disable=g-import-not-at-top
-  return cmlm_task.CmlmTaskConfig(
+def tiny_task_config(vocab_file: str = "", objectives=None, **model_kwargs):
+  """A sentence-encoder task config on the tiny model, for `fake_batch`
+  batches (sequence length 10); CMLM alone unless `objectives` says."""
+  from data_pipelines import tokenization  # pylint: disable=g-import-not-at-top
+  from objectives import base  # pylint: disable=g-import-not-at-top
+  from objectives import cmlm  # pylint: disable=g-import-not-at-top
+  from training import task  # pylint: disable=g-import-not-at-top
+  return task.SentenceEncoderTaskConfig(
       model=tiny_model_config(**model_kwargs),
-      train_data=cmlm_dataloader.CmlmDataConfig(seq_length=10))
+      tokenization=tokenization.TokenizationConfig(vocab_file=vocab_file,
+                                                   seq_length=10),
+      objectives=base.ObjectivesConfig(
+          objectives or {"cmlm": cmlm.CmlmObjectiveConfig()}))

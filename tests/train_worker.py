@@ -1,7 +1,7 @@
 """Tiny deterministic training for the scale-out and fault tests.
 
 As a script (`python tests/train_worker.py`), one training process of the
-multi-worker test: trains a tiny CMLM with `cmlm.train.run` under the
+multi-worker test: trains a tiny CMLM with `training.train.run` under the
 strategy of `--strategy` (`multi_worker_mirrored` reads `TF_CONFIG`) and
 writes the losses it saw to `--result` as JSON.
 
@@ -18,30 +18,25 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from cmlm import cmlm_task  # noqa: E402
-from cmlm import train  # noqa: E402
-from cmlm.trainer import CmlmTrainer  # noqa: E402
 from data_pipelines import cmlm_dataloader  # noqa: E402
 from experiments import cmlm_experiments  # noqa: E402
 from official.core import exp_factory  # noqa: E402
 from official.core import task_factory  # noqa: E402
 from official.core import train_utils  # noqa: E402
+from training import task as task_lib  # noqa: E402
+from training import train  # noqa: E402
+from training.trainer import CmlmTrainer  # noqa: E402
 
 
-def build_all_variables(model, data_config):
-  """Calls `model` once on a dummy batch, so that all its variables exist."""
-  ids = tf.fill([1, data_config.seq_length], 5)
-  positions = tf.ones([1, data_config.max_predictions_per_seq], tf.int32)
-  features = {f"{p}_input_{name}": value for p in ("s1", "s2")
-              for name, value in (("word_ids", ids),
-                                  ("mask", tf.ones_like(ids)),
-                                  ("type_ids", tf.zeros_like(ids)))}
-  model(dict(features, masked_lm_positions=positions, masked_lm_ids=positions,
-             masked_lm_weights=tf.ones_like(positions, tf.float32)))
+def build_all_variables(model):
+  """Calls `model` once on a dummy batch of every objective, so that all its
+  variables exist."""
+  model({name: objective.dummy_features()
+         for name, objective in model.objectives.items()})
   return model
 
 
@@ -50,36 +45,40 @@ def write_initial_checkpoint(params, *model_dirs: str):
   that runs in different processes start from the same weights (a training
   run resumes from them; `task.init_checkpoint` would miss the variables
   that the model makes at its first call)."""
-  model = build_all_variables(cmlm_task.CmlmTask(params.task).build_model(),
-                              params.task.train_data)
+  model = build_all_variables(
+      task_lib.SentenceEncoderTask(params.task).build_model())
   checkpoint = tf.train.Checkpoint(model=model, **model.checkpoint_items)
   for model_dir in model_dirs:
     tf.train.CheckpointManager(checkpoint, model_dir, max_to_keep=1).save(
         checkpoint_number=0)
 
 
-class GlobalBatchSliceConfig(cmlm_task.CmlmTaskConfig):
-  """`CmlmTaskConfig` whose input pipelines slice one global batch."""
+class GlobalBatchSliceConfig(task_lib.SentenceEncoderTaskConfig):
+  """The task config whose input pipelines slice one global batch."""
 
 
 @task_factory.register_task_cls(GlobalBatchSliceConfig)
-class GlobalBatchSliceTask(cmlm_task.CmlmTask):
-  """Each input pipeline keeps its slice of the whole, seeded global batch."""
+class GlobalBatchSliceTask(task_lib.SentenceEncoderTask):
+  """Each input pipeline keeps its slice of the whole, seeded global batch
+  of the CMLM objective."""
 
   def build_model(self):
     """The model with every variable made now, before later random draws
     (which differ between strategies) could change the initial values."""
-    return build_all_variables(super().build_model(),
-                               self.task_config.train_data)
+    return build_all_variables(super().build_model())
 
   def build_inputs(self, params, input_context=None):
-    dataset = cmlm_dataloader.CmlmDataLoader(params).load(None)
-    if not input_context or input_context.num_input_pipelines == 1:
-      return dataset
-    size = params.global_batch_size // input_context.num_input_pipelines
-    start = input_context.input_pipeline_id * size
-    return dataset.map(lambda features: {
-        key: value[start:start + size] for key, value in features.items()})
+    if not params.is_training:
+      return super().build_inputs(params, input_context)
+    data = self.task_config.objectives.cmlm.train_data
+    dataset = cmlm_dataloader.CmlmDataLoader(
+        data, self.task_config.tokenization).load(None)
+    if input_context and input_context.num_input_pipelines > 1:
+      size = data.global_batch_size // input_context.num_input_pipelines
+      start = input_context.input_pipeline_id * size
+      dataset = dataset.map(lambda features: {
+          key: value[start:start + size] for key, value in features.items()})
+    return dataset.map(lambda features: {"cmlm": features})
 
 
 def experiment(train_steps: int, global_batch_size: int = 8):
@@ -91,9 +90,10 @@ def experiment(train_steps: int, global_batch_size: int = 8):
           "vocab_size": vocab_size, "hidden_size": 16, "num_layers": 1,
           "num_attention_heads": 2, "intermediate_size": 32,
           "dropout_rate": 0.0, "attention_dropout_rate": 0.0}},
-               "train_data": {"global_batch_size": global_batch_size,
-                              "seq_length": 16, "max_predictions_per_seq": 5,
-                              "seed": 3}},
+               "tokenization": {"seq_length": 16},
+               "objectives": {"cmlm": {"train_data": {
+                   "global_batch_size": global_batch_size,
+                   "max_predictions_per_seq": 5, "seed": 3}}}},
       "trainer": {"train_steps": train_steps, "steps_per_loop": 2,
                   "summary_interval": 2, "checkpoint_interval": train_steps,
                   # Plain SGD: Adam's first steps (~lr * sign(gradient)) would

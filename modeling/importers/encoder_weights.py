@@ -98,20 +98,22 @@ def infer_encoder_config(weights: Dict[str, np.ndarray], **overrides
   return encoders.BertEncoderConfig(**config)
 
 
-def assign_weights(model: tf_keras.Model, weights: Dict[str, np.ndarray]
+def assign_weights(encoder, weights: Dict[str, np.ndarray],
+                   masked_lm: Optional[tf_keras.layers.Layer] = None
                    ) -> List[str]:
-  """Copies `weights` into a built `ConditionalMaskedLM`.
+  """Copies `weights` into a built `SentenceEncoder` (and CMLM's MLM head).
 
   Every transformer variable but BERT's pooler must be in `weights` with its
-  exact shape; the pooler and the MLM head are copied when present and keep
-  their fresh initialisation otherwise. The projection head is never touched.
+  exact shape; the pooler and the MLM head (`masked_lm`, when given) are
+  copied when present and keep their fresh initialisation otherwise. The
+  projection head is never touched.
 
   Returns:
     The keys of `weights` that are not variables of the model (to report).
   """
   targets = {}
-  for variable in (model.encoder.transformer.variables +
-                   model.masked_lm.variables):
+  for variable in (encoder.transformer.variables +
+                   (masked_lm.variables if masked_lm is not None else [])):
     targets[canonical_name(variable.name)] = variable
   if None in targets:
     raise AssertionError(f"Unnamed variable {targets[None].name}.")

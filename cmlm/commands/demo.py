@@ -1,0 +1,22 @@
+r"""The main job (`make demo`, cmlm/demo.py): train cmlm/tiny on the embedded
+corpus, then show how far the loss fell and the nearest neighbours of
+held-out sentences, and export the model.
+
+    python -m cmlm demo [--model_dir=DIR] [--train_steps=N]
+"""
+from absl import flags
+
+from cmlm.commands import flag_parsing
+
+FLAGS = flag_parsing.command_flags(__name__)
+flags.DEFINE_string("model_dir", None, "Where the run goes (default "
+                    "runs/demo, replaced).", flag_values=FLAGS)
+flags.DEFINE_integer("train_steps", None, "Training steps (default: "
+                     "cmlm/tiny's).", flag_values=FLAGS)
+
+
+def main(argv) -> None:
+  flag_parsing.parse("demo", __doc__, FLAGS, argv)
+  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm import demo  # pylint: disable=g-import-not-at-top
+  demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)

@@ -1,0 +1,89 @@
+r"""Evaluate any sentence encoder on STS, SentEval transfer, Tatoeba, parallel
+mining and the language distribution of retrieved sentences; writes
+report.json and report.md (evaluation/runner.py).
+
+    python -m cmlm eval --model=M --tasks=T1,T2 [--report_dir=runs/eval] \
+        [--data_dir=../shared/data/eval] [--max_examples=N] [--batch_size=256]
+"""
+from typing import List, Optional
+
+from absl import flags
+
+from cmlm.commands import flag_parsing
+
+FLAGS = flag_parsing.command_flags(__name__)
+flags.DEFINE_string("model", None, "A training --model_dir, an export "
+                    "directory (encoder/ + preprocessor/), "
+                    "ENCODER_DIR,PREPROCESSOR_DIR, a text-to-embedding "
+                    "SavedModel, or a TF Serving base path.", flag_values=FLAGS)
+flags.DEFINE_string("checkpoint", None, "With a training --model: a "
+                    "checkpoint prefix, e.g. MODEL_DIR/ckpt-1000 (default: "
+                    "the latest).", flag_values=FLAGS)
+flags.DEFINE_string("tasks", None, "Comma-separated tasks (sts12..sts16, "
+                    "sts-b, sick-r, mr, cr, subj, mpqa, sst2, trec, mrpc, "
+                    "sick-e, tatoeba, mining, langdist) or groups (sts, "
+                    "transfer, multilingual, all).", flag_values=FLAGS)
+flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
+                     flag_values=FLAGS)
+flags.DEFINE_string("data_dir", None, "Root of the benchmark files in "
+                    "SentEval's layout (default ../shared/data/eval from the "
+                    "repository root, when it exists).", flag_values=FLAGS)
+flags.DEFINE_string("task_data", None, "NAME=PATH,... to read a task's data "
+                    "from PATH instead of its place under --data_dir.",
+                    flag_values=FLAGS)
+flags.DEFINE_string("report_dir", "runs/eval", "Where report.json, report.md "
+                    "and the language-distribution PNG go.", flag_values=FLAGS)
+flags.DEFINE_integer("max_examples", None, "At most this many examples per "
+                     "split (a fixed random subset), for quick runs.",
+                     flag_values=FLAGS)
+flags.DEFINE_string("bitext_dir", None, "Line-aligned bitext for the default "
+                    "mining test and language pool (default "
+                    "../shared/data/bitext; Multi30k val).", flag_values=FLAGS)
+flags.DEFINE_string("mining_source", None, "mining: the source corpus (BUCC "
+                    "'ID TAB sentence' lines, or one sentence a line).",
+                    flag_values=FLAGS)
+flags.DEFINE_string("mining_target", None, "mining: the target corpus.",
+                    flag_values=FLAGS)
+flags.DEFINE_string("mining_gold", None, "mining: gold pairs, "
+                    "'SOURCE_ID TAB TARGET_ID' a line.", flag_values=FLAGS)
+flags.DEFINE_float("mining_threshold", None, "mining: also score at this "
+                   "ratio-margin threshold (e.g. one found on training data).",
+                   flag_values=FLAGS)
+flags.DEFINE_string("tatoeba_languages", None, "tatoeba: comma-separated ISO "
+                    "639-3 codes (default: every tatoeba.XXX-eng.XXX).",
+                    flag_values=FLAGS)
+flags.DEFINE_bool("tatoeba_pcr", False, "tatoeba: remove each language's "
+                  "first principal component first (section 5.2, table 8).",
+                  flag_values=FLAGS)
+flags.DEFINE_string("langdist_pool", None, "langdist: LANG=FILE,... "
+                    "line-aligned files (default Multi30k val en, de, fr, "
+                    "cs).", flag_values=FLAGS)
+flags.DEFINE_integer("langdist_size", 200, "langdist: sentences per language "
+                     "in the pool.", flag_values=FLAGS)
+
+
+def main(argv) -> dict:
+  flag_parsing.parse("eval", __doc__, FLAGS, argv)
+  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from evaluation import runner  # pylint: disable=g-import-not-at-top
+  from evaluation.task_data import EvalOptions  # pylint: disable=g-import-not-at-top
+  options = EvalOptions(
+      model=FLAGS.model or "", report_dir=FLAGS.report_dir,
+      bitext_dir=FLAGS.bitext_dir or runner.DEFAULT_BITEXT_DIR,
+      batch_size=FLAGS.batch_size, max_examples=FLAGS.max_examples,
+      tatoeba_languages=_split(FLAGS.tatoeba_languages),
+      tatoeba_pcr=FLAGS.tatoeba_pcr, mining_source=FLAGS.mining_source,
+      mining_target=FLAGS.mining_target, mining_gold=FLAGS.mining_gold,
+      mining_threshold=FLAGS.mining_threshold,
+      langdist_pool=runner.parse_assignments(FLAGS.langdist_pool,
+                                             "langdist_pool") or None,
+      langdist_size=FLAGS.langdist_size)
+  return runner.evaluate(
+      FLAGS.model, _split(FLAGS.tasks) or [], options, FLAGS.data_dir,
+      runner.parse_assignments(FLAGS.task_data, "task_data"),
+      checkpoint=FLAGS.checkpoint)
+
+
+def _split(text: Optional[str]) -> Optional[List[str]]:
+  items = [item.strip() for item in (text or "").split(",") if item.strip()]
+  return items or None

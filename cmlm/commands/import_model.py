@@ -1,0 +1,41 @@
+r"""Pretrained BERT weights (Hugging Face, sentence-transformers, Model
+Garden, TF-Hub) as a training run at step 0, ready to export or to train
+from (training/import_run.py).
+
+    python -m cmlm import --source=SRC --model_dir=OUT \
+        [--format=huggingface|model_garden] [--vocab_file=V] [--seq_length=N] \
+        [--lower_case|--nolower_case] [--overwrite]
+"""
+from absl import flags
+
+from cmlm.commands import flag_parsing
+
+FLAGS = flag_parsing.command_flags(__name__)
+flags.DEFINE_string("source", None, "A Hugging Face BERT directory "
+                    "(config.json, weights, vocab.txt), a Model Garden "
+                    "checkpoint or a TF-Hub BERT SavedModel.",
+                    flag_values=FLAGS)
+flags.DEFINE_string("model_dir", None, "Where the imported run goes.",
+                    flag_values=FLAGS)
+flags.DEFINE_enum("format", None, ["huggingface", "model_garden"],
+                  "The kind of --source (default: guessed).", flag_values=FLAGS)
+flags.DEFINE_string("vocab_file", None, "The WordPiece vocabulary, when "
+                    "--source does not hold one.", flag_values=FLAGS)
+flags.DEFINE_integer("seq_length", None, "The longest sequence, [CLS] and "
+                     "[SEP] included (default: the source's, else 256).",
+                     flag_values=FLAGS)
+flags.DEFINE_bool("lower_case", None, "Lower-case the text (default: as the "
+                  "source's tokenizer does).", flag_values=FLAGS)
+flags.DEFINE_bool("overwrite", False, "Replace --model_dir when it exists.",
+                  flag_values=FLAGS)
+
+
+def main(argv) -> None:
+  flag_parsing.parse("import", __doc__, FLAGS, argv)
+  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from training import import_run  # pylint: disable=g-import-not-at-top
+  result = import_run.import_model(
+      FLAGS.source, FLAGS.model_dir, source_format=FLAGS.format,
+      vocab_file=FLAGS.vocab_file, lower_case=FLAGS.lower_case,
+      seq_length=FLAGS.seq_length, overwrite=FLAGS.overwrite)
+  print(import_run.describe(result))

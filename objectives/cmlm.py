@@ -1,0 +1,111 @@
+"""Conditional masked language modeling as an objective (paper sections 2-3).
+
+Features: the CMLM pipeline's (`data_pipelines/cmlm_dataloader.py`): s1 and
+masked s2 encoder inputs, `masked_lm_positions/ids/weights`. Forward:
+`modeling.conditional_mlm.conditional_mlm_outputs` (s1 -> v -> P(v) appended
+to s2's embeddings, same encoder). Head: `ConditionalMlmHead` (MLM head tied
+to the word embeddings; table 7's "skip" as an option). Loss:
+`modeling.losses.conditional_mlm_loss`, normalised by the masked-token count
+of the *global* batch, so replicas add up to exactly the loss (and gradient)
+one device would compute on the whole batch.
+"""
+import dataclasses
+
+import tensorflow as tf
+import tf_keras
+
+from data_pipelines import cmlm_dataloader
+from modeling import losses
+from modeling import model_builder
+from modeling.conditional_mlm import conditional_mlm_outputs
+from objectives import base
+
+
+def global_batch_sum(value):
+  """Sums `value` over all replicas; returns (sum, number of replicas)."""
+  context = tf.distribute.get_replica_context()
+  if context is None:  # cross-replica context: this batch is the whole batch
+    return value, 1
+  return (context.all_reduce(tf.distribute.ReduceOp.SUM, value),
+          context.num_replicas_in_sync)
+
+
+@dataclasses.dataclass
+class CmlmObjectiveConfig(base.ObjectiveConfig):
+  """CMLM: its sentence-pair data and its MLM head.
+
+  Attributes:
+    skip: the "skip" architecture of table 7.
+    mlm_activation: activation of the MLM head's transform layer.
+    mlm_initializer_range: stddev of the MLM head's initializer.
+  """
+  type: str = "cmlm"
+  train_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
+      default_factory=cmlm_dataloader.CmlmDataConfig)
+  validation_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
+      default_factory=cmlm_dataloader.CmlmDataConfig)
+  skip: bool = False
+  mlm_activation: str = "gelu"
+  mlm_initializer_range: float = 0.02
+
+
+@base.register_objective("cmlm")
+class CmlmObjective(base.Objective):
+  """Predict s2's masked tokens given s1's sentence vector."""
+  config_cls = CmlmObjectiveConfig
+
+  def check_data(self, data_config):
+    cmlm_dataloader.validate_config(data_config, self.tokenization)
+
+  def build_inputs(self, data_config, input_context=None):
+    loader = cmlm_dataloader.CmlmDataLoader(data_config, self.tokenization)
+    dataset = loader.load(input_context)
+    if loader.corpus_stats is not None:
+      # Shown on the console: how much of the corpus became sentence pairs
+      # (single-sentence documents are skipped and counted, not an error).
+      role = "training" if data_config.is_training else "validation"
+      source = data_config.input_path or data_config.tfds_name
+      print(f"CMLM {role} data ({source}, split {data_config.split!r}): "
+            f"{loader.corpus_stats}", flush=True)
+    return dataset
+
+  def build_head(self, encoder):
+    return model_builder.build_cmlm_head(
+        encoder, skip=self.config.skip,
+        mlm_activation=self.config.mlm_activation,
+        mlm_initializer_range=self.config.mlm_initializer_range)
+
+  def call(self, encoder, head, state, features, training=None):
+    del state
+    return conditional_mlm_outputs(encoder, head, features, training=training)
+
+  def compute_loss(self, features, outputs):
+    weights = tf.cast(features["masked_lm_weights"], tf.float32)
+    global_weight, num_replicas = global_batch_sum(tf.reduce_sum(weights))
+    # Model Garden's step divides each replica's loss by the replica count
+    # and sums gradients, so each replica reports num_replicas times its share.
+    return losses.conditional_mlm_loss(
+        features["masked_lm_ids"], outputs["mlm_logits"], weights,
+        normalizer=global_weight / num_replicas)
+
+  def build_metrics(self):
+    return [tf_keras.metrics.SparseCategoricalAccuracy(
+        name="masked_lm_accuracy")]
+
+  def update_metrics(self, metrics, features, outputs):
+    metrics["masked_lm_accuracy"].update_state(
+        features["masked_lm_ids"], outputs["mlm_logits"],
+        features["masked_lm_weights"])
+
+  def dummy_features(self, batch_size: int = 1):
+    """A batch of this objective's features, to build the head's variables."""
+    ids = tf.ones([batch_size, self.tokenization.seq_length], tf.int32)
+    features = {}
+    for prefix in ("s1_", "s2_"):
+      features.update({f"{prefix}input_word_ids": ids,
+                       f"{prefix}input_mask": ids,
+                       f"{prefix}input_type_ids": tf.zeros_like(ids)})
+    features["masked_lm_positions"] = tf.ones(
+        [batch_size, self.config.train_data.max_predictions_per_seq],
+        tf.int32)
+    return features

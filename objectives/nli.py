@@ -1,0 +1,70 @@
+"""Cross-lingual NLI fine-tuning as an objective (paper section 4.3).
+
+A 3-way classifier (`modeling.nli_head.NliHead`) on [u, v, |u - v|, u * v]
+with the encoder trainable, usually started from a CMLM run through
+`task.init_checkpoint`; premise and hypothesis come in independently drawn
+languages when the data lists translations (`data_pipelines/nli_data.py`).
+"""
+import dataclasses
+
+import tensorflow as tf
+import tf_keras
+
+from data_pipelines import nli_data
+from modeling import losses
+from modeling.nli_head import NliHead
+from modeling.nli_head import sentence_pair_embeddings
+from objectives import base
+
+
+@dataclasses.dataclass
+class NliObjectiveConfig(base.ObjectiveConfig):
+  type: str = "nli"
+  train_data: nli_data.NliDataConfig = dataclasses.field(
+      default_factory=nli_data.NliDataConfig)
+  validation_data: nli_data.NliDataConfig = dataclasses.field(
+      default_factory=nli_data.NliDataConfig)
+  num_classes: int = 3
+
+
+@base.register_objective("nli")
+class NliObjective(base.Objective):
+  """Premise/hypothesis classification through the sentence encoder."""
+  config_cls = NliObjectiveConfig
+
+  def check_data(self, data_config):
+    nli_data.NliDataLoader(data_config, self.tokenization)  # checks paths
+
+  def build_inputs(self, data_config, input_context=None):
+    return nli_data.NliDataLoader(data_config,
+                                  self.tokenization).load(input_context)
+
+  def build_head(self, encoder):
+    return NliHead(self.config.num_classes,
+                   initializer=tf_keras.initializers.TruncatedNormal(
+                       stddev=self.model_config.encoder.initializer_range),
+                   name="nli_head")
+
+  def call(self, encoder, head, state, features, training=None):
+    del state
+    u, v = sentence_pair_embeddings(encoder, features, "premise",
+                                    "hypothesis", training=training)
+    return dict(logits=head(u, v))
+
+  def compute_loss(self, features, outputs):
+    return losses.classification_loss(features["label"], outputs["logits"])
+
+  def build_metrics(self):
+    return [tf_keras.metrics.SparseCategoricalAccuracy(name="nli_accuracy")]
+
+  def update_metrics(self, metrics, features, outputs):
+    metrics["nli_accuracy"].update_state(features["label"], outputs["logits"])
+
+  def dummy_features(self, batch_size: int = 1):
+    ids = tf.ones([batch_size, self.tokenization.seq_length], tf.int32)
+    features = {"label": tf.zeros([batch_size], tf.int32)}
+    for side in ("premise", "hypothesis"):
+      features.update({f"{side}_input_word_ids": ids,
+                       f"{side}_input_mask": ids,
+                       f"{side}_input_type_ids": tf.zeros_like(ids)})
+    return features

@@ -1,0 +1,123 @@
+"""`python -m cmlm`: each command has its own flags, and only those.
+
+`--help` of a command lists exactly its flags; a flag it does not define is
+a one-line error (status 2); Model Garden's flags of `train` behave as Model
+Garden defines them. `--help` and flag errors come before TensorFlow is
+imported, so these subprocesses take a fraction of a second.
+"""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cmlm.commands import COMMANDS
+from cmlm.commands import flag_parsing
+from cmlm.commands import train as train_command
+from tests import helpers
+
+REPO_ROOT = helpers.REPO_ROOT
+MODEL_GARDEN = {"experiment", "config_file", "params_override", "mode",
+                "model_dir", "tpu"}
+# Every command's flags (each also takes --verbosity).
+FLAGS_OF = {
+    "train": MODEL_GARDEN | {"strategy"},
+    "stages": {"config_file", "params_override", "model_dir", "tpu",
+               "schedule", "stage_steps"},
+    "demo": {"model_dir", "train_steps"},
+    "vocab": {"input", "output", "vocab_size", "lower_case",
+              "smoothing_exponent"},
+    "pcr": {"model_dir", "input", "sample_size", "checkpoint"},
+    "export": {"model_dir", "export_dir", "checkpoint", "version",
+               "overwrite", "normalize", "export_mlm"},
+    "encode": {"model", "input", "output", "batch_size", "normalize",
+               "overwrite"},
+    "import": {"source", "format", "vocab_file", "seq_length", "lower_case",
+               "overwrite", "model_dir"},
+    "eval": {"model", "checkpoint", "tasks", "batch_size", "data_dir",
+             "task_data", "report_dir", "max_examples", "bitext_dir",
+             "mining_source", "mining_target", "mining_gold",
+             "mining_threshold", "tatoeba_languages", "tatoeba_pcr",
+             "langdist_pool", "langdist_size"},
+}
+
+
+def run_cli(*args):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  env.pop("CMLM_DEBUG", None)
+  return subprocess.run([sys.executable, "-m", "cmlm", *args], cwd=REPO_ROOT,
+                        env=env, capture_output=True, text=True, timeout=120)
+
+
+def listed_flags(help_text):
+  return set(re.findall(r"^\s+--(?:\[no\])?(\w+):", help_text, re.MULTILINE))
+
+
+def test_every_command_has_its_flags_listed_here():
+  assert set(FLAGS_OF) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(FLAGS_OF))
+def test_help_lists_the_command_s_own_flags_only(command):
+  result = run_cli(command, "--help")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.startswith(f"usage: python -m cmlm {command} ")
+  assert listed_flags(result.stdout) == FLAGS_OF[command] | {"verbosity"}
+  if command != "eval":
+    assert "--tasks" not in result.stdout
+  if command not in ("train", "stages"):
+    assert "official.common.flags" not in result.stdout
+
+
+def test_an_unknown_flag_is_a_one_line_error():
+  result = run_cli("encode", "--tasks=x")
+  assert result.returncode == 2
+  assert result.stdout == ""
+  assert result.stderr.strip().splitlines() == [
+      "cmlm encode: error: Unknown command line flag 'tasks'; see "
+      "`python -m cmlm encode --help`."]
+
+
+def test_without_a_known_command_the_commands_are_listed():
+  for args in ((), ("--model_dir=x",), ("fit",)):
+    result = run_cli(*args)
+    assert result.returncode != 0
+    for command in COMMANDS:
+      assert f"\n  {command} " in result.stdout, (args, command)
+
+
+def test_model_garden_flags_of_train_parse_as_in_model_garden():
+  flag_parsing.parse("train", "", train_command.FLAGS, [
+      "--experiment=cmlm/tiny", "--config_file=a.yaml",
+      "--config_file=b.yaml", "--params_override=trainer.train_steps=5",
+      "--mode=train_and_eval", "--model_dir=runs/x", "--tpu=local",
+      "--strategy=tpu"])
+  flags = train_command.FLAGS
+  assert (flags.experiment, flags.config_file, flags.params_override,
+          flags.mode, flags.model_dir, flags.tpu, flags.strategy) == (
+              "cmlm/tiny", ["a.yaml", "b.yaml"], "trainer.train_steps=5",
+              "train_and_eval", "runs/x", "local", "tpu")
+  # A second parse starts from the defaults, not from the first's values.
+  flag_parsing.parse("train", "", flags, ["--experiment=cmlm/tiny"])
+  assert (flags.config_file, flags.mode, flags.model_dir, flags.strategy) == (
+      None, None, None, None)
+  with pytest.raises(flag_parsing.UsageError, match="--mode"):
+    flag_parsing.parse("train", "", flags, ["--mode=fit"])
+  with pytest.raises(flag_parsing.UsageError, match="gin_file"):
+    flag_parsing.parse("train", "", flags, ["--gin_file=x"])
+
+
+def test_library_packages_read_no_flags_object():
+  """Commands read flags; the library takes typed arguments."""
+  offenders = []
+  for package in ("data_pipelines", "modeling", "objectives", "training",
+                  "export", "evaluation"):
+    for root, _, files in os.walk(os.path.join(REPO_ROOT, package)):
+      for name in (f for f in files if f.endswith(".py")):
+        path = os.path.join(root, name)
+        with open(path, encoding="utf-8") as f:
+          text = f.read()
+        if re.search(r"\bFLAGS\b|\bflags_obj\b|from absl import flags", text):
+          offenders.append(os.path.relpath(path, REPO_ROOT))
+  assert not offenders

@@ -1,0 +1,75 @@
+"""The registered experiments, their YAML files and the train entry point."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments import cmlm_experiments
+from experiments import registry  # noqa: F401  (registers the experiments)
+from official.core import exp_factory
+from official.modeling import hyperparams
+
+CONFIGS = os.path.join(cmlm_experiments.REPO_ROOT, "experiments", "configs")
+
+
+@pytest.mark.parametrize("name,yaml_file", [
+    ("cmlm/tiny", "cmlm_tiny.yaml"), ("cmlm/en_base", "cmlm_en_base.yaml")])
+def test_yaml_files_restate_the_registered_experiments(name, yaml_file):
+  registered = exp_factory.get_exp_config(name)
+  from_yaml = hyperparams.override_params_dict(
+      exp_factory.get_exp_config(name), os.path.join(CONFIGS, yaml_file),
+      is_strict=True)
+  assert from_yaml.as_dict() == registered.as_dict()
+
+
+def test_en_base_is_the_papers_recipe():
+  params = exp_factory.get_exp_config("cmlm/en_base")
+  model, data = params.task.model, params.task.objectives.cmlm.train_data
+  assert (model.encoder.hidden_size, model.encoder.num_layers) == (768, 12)
+  assert model.num_projections == 15 and model.pooling == "mean"
+  assert params.task.objectives.names() == ["cmlm"]
+  assert params.task.objectives.cmlm.weight == 1.0
+  assert params.task.tokenization.seq_length == 256
+  assert data.max_predictions_per_seq == 80
+  assert data.global_batch_size == 2048
+  optimizer = params.trainer.optimizer_config
+  assert optimizer.optimizer.type == "lamb"
+  assert (optimizer.optimizer.lamb.beta_1,
+          optimizer.optimizer.lamb.beta_2) == (0.9, 0.999)
+  assert optimizer.learning_rate.polynomial.initial_learning_rate == 1e-3
+  assert optimizer.learning_rate.polynomial.decay_steps == 1_000_000
+  assert optimizer.learning_rate.polynomial.power == 1.0
+  assert optimizer.warmup.linear.warmup_steps == 10_000
+
+
+def test_tiny_vocab_size_matches_the_embedded_vocabulary():
+  params = exp_factory.get_exp_config("cmlm/tiny")
+  with open(cmlm_experiments.EMBEDDED_VOCAB, encoding="utf-8") as f:
+    assert params.task.model.encoder.vocab_size == len(f.read().splitlines())
+
+
+def _cli(*args, cwd=None):
+  return subprocess.run([sys.executable, "-m", "cmlm", *args],
+                        capture_output=True, text=True, timeout=300,
+                        cwd=cwd or cmlm_experiments.REPO_ROOT)
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("task.objectives.cmlm.train_data.input_path=/no/such/corpus",
+     "/no/such/corpus"),
+    ("task.objectives.cmlm.train_data.max_predictions_per_seq=60",
+     "max_predictions_per_seq"),
+    ("task.objectives.simcse.weight=1", "Unknown objective type 'simcse'"),
+    ("task.model.pooling=median", "pooling"),
+])
+def test_train_rejects_bad_input_in_one_line_and_writes_nothing(
+    tmp_path, override, expected):
+  model_dir = tmp_path / "run"
+  result = _cli("train", "--experiment=cmlm/tiny", f"--model_dir={model_dir}",
+                f"--params_override={override}")
+  assert result.returncode == 2
+  errors = [l for l in result.stderr.splitlines() if l.startswith("cmlm ")]
+  assert len(errors) == 1 and expected in errors[0], result.stderr[-2000:]
+  assert "Traceback" not in result.stderr
+  assert not model_dir.exists()

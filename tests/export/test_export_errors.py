@@ -1,0 +1,149 @@
+"""Export and encode refuse bad input clearly and never leave half an output."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import tensorflow as tf
+
+from training import atomic
+from export import encode
+from export import exporter
+from export import preprocessor as preprocessor_lib
+from tests.export import export_helpers as export_helpers
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_run, tiny_export):
+  return export_helpers.tiny_export(tiny_run, tiny_export)
+
+
+def _copy_run(tiny, tmp_path, with_checkpoints=True):
+  """A copy of the trained run's model_dir that a test may damage."""
+  model_dir = tmp_path / "model"
+  model_dir.mkdir()
+  for name in os.listdir(tiny.model_dir):
+    source = os.path.join(tiny.model_dir, name)
+    if os.path.isfile(source) and (with_checkpoints or name == "params.yaml"):
+      shutil.copy(source, model_dir / name)
+  return str(model_dir)
+
+
+def _leftovers(directory):
+  return sorted(os.listdir(directory)) if os.path.exists(directory) else None
+
+
+def test_missing_params_or_checkpoint_is_a_clear_error(tiny, tmp_path):
+  export_dir = str(tmp_path / "export")
+  with pytest.raises(FileNotFoundError, match="params.yaml does not exist"):
+    exporter.export_run(str(tmp_path), export_dir)
+  model_dir = _copy_run(tiny, tmp_path, with_checkpoints=False)
+  with pytest.raises(FileNotFoundError, match="No checkpoint in"):
+    exporter.export_run(model_dir, export_dir)
+  with pytest.raises(FileNotFoundError, match="ckpt-999 does not exist"):
+    exporter.export_run(model_dir, export_dir,
+                        checkpoint=os.path.join(model_dir, "ckpt-999"))
+  assert _leftovers(export_dir) is None
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "garbage index"])
+def test_corrupt_checkpoint_fails_clearly_and_writes_nothing(
+    tiny, tmp_path, damage):
+  model_dir = _copy_run(tiny, tmp_path)
+  prefix = tf.train.latest_checkpoint(model_dir)
+  if damage == "truncated data":
+    path = prefix + ".data-00000-of-00001"
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+      f.truncate(size // 2)
+  else:
+    with open(prefix + ".index", "wb") as f:
+      f.write(b"not a checkpoint index" * 10)
+  export_dir = str(tmp_path / "export")
+  with pytest.raises(ValueError, match="cannot be read"):
+    exporter.export_run(model_dir, export_dir)
+  assert _leftovers(export_dir) is None
+
+
+def test_checkpoint_of_another_model_is_refused(tiny, tmp_path):
+  model_dir = _copy_run(tiny, tmp_path)
+  params_path = os.path.join(model_dir, "params.yaml")
+  with open(params_path) as f:
+    params = f.read()
+  with open(params_path, "w") as f:
+    f.write(params.replace("intermediate_size: 32", "intermediate_size: 48"))
+  with pytest.raises(ValueError, match="cannot be read as this run.s encoder"):
+    exporter.export_run(model_dir, str(tmp_path / "export"))
+
+
+def test_a_failure_while_writing_leaves_nothing_behind(
+    tiny, tmp_path, monkeypatch):
+  def fail(*args, **kwargs):
+    raise RuntimeError("disk full")
+  # The encoder is written by then; it must go too.
+  monkeypatch.setattr(preprocessor_lib, "save_preprocessor", fail)
+  export_dir = str(tmp_path / "export")
+  with pytest.raises(RuntimeError, match="disk full"):
+    exporter.export_run(tiny.model_dir, export_dir)
+  assert _leftovers(export_dir) is None
+  assert os.listdir(tmp_path) == []
+
+
+def test_existing_versions_are_kept_unless_overwrite(tiny, tmp_path):
+  export_dir = str(tmp_path / "export")
+  shutil.copytree(tiny.result.export_dir, export_dir)
+  first = tiny.result
+  saved = os.path.join(export_dir, "encoder", "saved_model.pb")
+  stamp = os.stat(saved).st_mtime_ns
+  with pytest.raises(FileExistsError, match="--overwrite"):
+    exporter.export_run(tiny.model_dir, export_dir)
+  assert os.stat(saved).st_mtime_ns == stamp
+  second = exporter.export_run(tiny.model_dir, export_dir, version=7,
+                               checkpoint=first.checkpoint_path,
+                               overwrite=True, normalize=False)
+  assert os.stat(saved).st_mtime_ns != stamp
+  assert sorted(os.listdir(export_dir)) == ["encoder", "preprocessor",
+                                            "serving"]
+  assert sorted(os.listdir(os.path.join(export_dir, "serving"))) == [
+      str(first.step), "7"]
+  # The highest version wins, and it is not normalised.
+  embeddings = encode.load_embedder(os.path.join(export_dir, "serving"))(
+      export_helpers.SENTENCES)
+  np.testing.assert_allclose(
+      embeddings, tiny.in_memory_embeddings(export_helpers.SENTENCES),
+      atol=1e-5, rtol=0)
+  assert second.serving_dir.endswith(os.path.join("serving", "7"))
+
+
+def test_atomic_directory_refuses_to_replace_a_file(tmp_path):
+  (tmp_path / "taken").write_text("x")
+  with pytest.raises(FileExistsError, match="not a directory"):
+    with atomic.atomic_directory(str(tmp_path / "taken"), overwrite=True):
+      pass
+
+
+def test_cli_reports_a_missing_checkpoint_in_one_line(tmp_path):
+  (tmp_path / "params.yaml").write_text("task: {}\n")
+  completed = export_helpers.run_cli("export", f"--model_dir={tmp_path}",
+                   f"--export_dir={tmp_path / 'export'}")
+  assert completed.returncode == 2
+  errors = [line for line in completed.stderr.splitlines()
+            if line.startswith("cmlm export: error:")]
+  assert errors == [f"cmlm export: error: No checkpoint in {tmp_path}: train "
+                    "first, or name one with --checkpoint=PATH/ckpt-N."]
+  assert not (tmp_path / "export").exists()
+
+
+def test_encode_rejects_what_is_not_a_model_or_a_text_file(tiny, tmp_path):
+  with pytest.raises(FileNotFoundError, match="holds no SavedModel"):
+    encode.load_embedder(str(tmp_path))
+  (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+  with pytest.raises(ValueError, match="not UTF-8 text \\(line 1\\)"):
+    encode.read_sentences(str(tmp_path / "latin1.txt"))
+  (tmp_path / "empty.txt").write_text("")
+  with pytest.raises(ValueError, match="is empty"):
+    encode.read_sentences(str(tmp_path / "empty.txt"))

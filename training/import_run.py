@@ -1,0 +1,213 @@
+"""Pretrained BERT weights to a run directory (`python -m cmlm import`).
+
+    python -m cmlm import --source=all-MiniLM-L6-v2/ --model_dir=runs/minilm
+    python -m cmlm export --model_dir=runs/minilm --export_dir=exports/minilm
+    python -m cmlm train --experiment=cmlm/en_base \
+        --config_file=runs/minilm/params.yaml --model_dir=runs/cmlm_minilm \
+        --params_override=task.init_checkpoint=runs/minilm,...
+
+`--source` is a Hugging Face BERT directory (`config.json` + weights +
+`vocab.txt`, sentence-transformers' files too) or a Model Garden checkpoint /
+TF-Hub BERT SavedModel (`--format` picks when the guess is not enough). The
+model_dir written looks like a training run at step 0: `params.yaml` (the
+`cmlm/en_base` recipe, or `experiment`, with the source's encoder,
+vocabulary, casing, text normalization, pooling and sequence length),
+`vocab.txt`, and `ckpt-0` whose items are the training run's (`encoder`,
+`cmlm_head`, `model`, `global_step`; training/task.py): the encoder and, when
+the source has one, the MLM head imported; the projection head freshly
+initialised. It is written to a temporary directory and renamed into place,
+so an error leaves nothing behind.
+"""
+import copy
+import dataclasses
+import os
+import shutil
+from typing import List, Optional
+
+import tensorflow as tf
+
+from data_pipelines import vocabulary
+from modeling.importers import encoder_weights
+from modeling.importers import huggingface
+from modeling.importers import model_garden
+from official.core import config_definitions as cfg
+from official.core import exp_factory
+from official.modeling import hyperparams
+from training import atomic
+from training import run_dir
+from training import task as task_lib
+
+FORMATS = ("huggingface", "model_garden")
+VOCAB_FILE = "vocab.txt"
+DEFAULT_SEQ_LENGTH = 256  # cmlm/en_base's
+
+
+@dataclasses.dataclass
+class ImportResult:
+  """What was written, and what came from the source."""
+  model_dir: str
+  checkpoint_path: str
+  source: str
+  params: cfg.ExperimentConfig
+  imported_mlm_head: bool
+  imported_pooler: bool
+  unused_weights: List[str]
+
+
+def read_source(source: str, source_format: Optional[str] = None,
+                vocab_file: Optional[str] = None,
+                lower_case: Optional[bool] = None
+                ) -> encoder_weights.ImportedEncoder:
+  """Reads `source` in `source_format` (guessed when None)."""
+  if not source:
+    raise ValueError("--source is required: a Hugging Face model directory, "
+                     "a Model Garden checkpoint or a TF-Hub SavedModel.")
+  if source_format not in (None,) + FORMATS:
+    raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got "
+                     f"{source_format!r}.")
+  if not (tf.io.gfile.exists(source) or tf.io.gfile.exists(source + ".index")):
+    raise FileNotFoundError(f"--source={source} does not exist.")
+  if source_format is None:
+    source_format = ("huggingface" if huggingface.is_huggingface_dir(source)
+                     else "model_garden")
+  if source_format == "huggingface":
+    if not huggingface.is_huggingface_dir(source):
+      raise FileNotFoundError(f"{source} has no {huggingface.CONFIG}; a "
+                              "Hugging Face model directory needs one.")
+    return huggingface.read_huggingface(source, vocab_file, lower_case)
+  return model_garden.read_model_garden(source, vocab_file, lower_case)
+
+
+def experiment_config(imported: encoder_weights.ImportedEncoder,
+                      vocab_file: str, seq_length: Optional[int] = None,
+                      num_projections: int = 15,
+                      experiment: str = "cmlm/en_base"
+                      ) -> cfg.ExperimentConfig:
+  """`experiment` with the imported encoder, tokenizer and pooling."""
+  try:
+    params = exp_factory.get_exp_config(experiment)
+  except (KeyError, LookupError, AssertionError):
+    raise ValueError(f"The experiment {experiment!r} is not registered; "
+                     "import experiments.registry first.") from None
+  # CMLM appends num_projections vectors to a sequence: they need positions.
+  positions = imported.encoder.max_position_embeddings
+  longest = positions - num_projections
+  if seq_length is not None and not 3 <= seq_length <= longest:
+    raise ValueError(f"--seq_length={seq_length} must be between 3 and "
+                     f"{longest} (the source's {positions} positions less "
+                     f"{num_projections} for the projections).")
+  seq_length = min(seq_length or imported.seq_length or DEFAULT_SEQ_LENGTH,
+                   longest)
+  params.override({
+      "task": {"model": {"encoder": imported.encoder.as_dict(),
+                         "num_projections": num_projections,
+                         "pooling": imported.pooling},
+               "tokenization": dict(
+                   vocab_file=vocab_file, lower_case=imported.lower_case,
+                   text_normalization=imported.text_normalization,
+                   seq_length=seq_length)}},
+      is_strict=True)
+  for name, objective in params.task.active_objectives().items():
+    if objective.type == "cmlm":  # the paper's 80 of 256, at this length
+      for data in (objective.train_data, objective.validation_data):
+        data.max_predictions_per_seq = max(1, round(
+            seq_length * data.masking_rate))
+  params.validate()
+  return params
+
+
+def import_model(source: str, model_dir: str,
+                 source_format: Optional[str] = None,
+                 vocab_file: Optional[str] = None,
+                 lower_case: Optional[bool] = None,
+                 seq_length: Optional[int] = None, num_projections: int = 15,
+                 overwrite: bool = False,
+                 experiment: str = "cmlm/en_base") -> ImportResult:
+  """Writes `model_dir` from `source`; see the module docstring.
+
+  Args:
+    source: a Hugging Face model directory, a Model Garden checkpoint (prefix
+      or directory) or a TF-Hub BERT SavedModel.
+    model_dir: the directory to write (must not exist unless `overwrite`).
+    source_format: "huggingface" or "model_garden"; guessed when None.
+    vocab_file: the vocabulary, when the source does not hold one.
+    lower_case: whether the tokenizer lower-cases; default the source's.
+    seq_length: the longest sequence, [CLS] and [SEP] included; default
+      the source's (sentence-transformers' max_seq_length) or 256.
+    num_projections: N of the fresh projection head.
+    overwrite: replace an existing `model_dir`.
+    experiment: the registered experiment the run's params.yaml starts from.
+  """
+  if not model_dir:
+    raise ValueError("--model_dir is required: where the imported model goes.")
+  model_dir = os.path.abspath(model_dir)
+  if os.path.lexists(model_dir) and not overwrite:
+    raise FileExistsError(f"{model_dir} already exists; pass --overwrite to "
+                          "replace it, or choose another --model_dir.")
+  imported = read_source(source, source_format, vocab_file, lower_case)
+  vocabulary.load_vocab(imported.vocab_file)  # one clear error if unusable
+  task_lib.check_vocab_matches_encoder(imported.vocab_file,
+                                       imported.encoder.vocab_size)
+  params = experiment_config(imported, os.path.join(model_dir, VOCAB_FILE),
+                             seq_length, num_projections, experiment)
+  # The model is built before model_dir (and its vocab.txt) exists: with the
+  # source's vocabulary, the same file that is copied there.
+  build_config = copy.deepcopy(params.task)
+  build_config.tokenization.vocab_file = imported.vocab_file
+  task = task_lib.SentenceEncoderTask(build_config)
+  model = task.build_model()
+  _build_variables(model, task)
+  cmlm_head = model.heads.get(run_dir.cmlm_objective_name(params))
+  unused = encoder_weights.assign_weights(
+      model.encoder, imported.weights,
+      masked_lm=cmlm_head.masked_lm if cmlm_head is not None else None)
+
+  with atomic.atomic_directory(model_dir, overwrite) as temporary:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o777 & ~umask)  # mkdtemp's is 0o700
+    shutil.copyfile(imported.vocab_file, os.path.join(temporary, VOCAB_FILE))
+    hyperparams.save_params_dict_to_yaml(
+        params, os.path.join(temporary, run_dir.PARAMS_FILE))
+    checkpoint = tf.train.Checkpoint(
+        global_step=tf.Variable(0, dtype=tf.int64, trainable=False),
+        model=model, **model.checkpoint_items)
+    manager = tf.train.CheckpointManager(checkpoint, temporary, max_to_keep=1)
+    saved = manager.save(checkpoint_number=0)
+  return ImportResult(
+      model_dir=model_dir,
+      checkpoint_path=os.path.join(model_dir, os.path.basename(saved)),
+      source=imported.source, params=params,
+      imported_mlm_head=any(k.startswith("cls/predictions/")
+                            for k in imported.weights),
+      imported_pooler="pooler_transform/kernel" in imported.weights,
+      unused_weights=unused)
+
+
+def _build_variables(model, task) -> None:
+  """Calls `model` on each objective's dummy features: every variable of the
+  encoder, the projection head and the heads exists before weights are
+  assigned."""
+  features = {name: objective.dummy_features()
+              for name, objective in task.objectives.items()
+              if objective.dummy_features() is not None}
+  model(features)
+  model.encoder(run_dir.dummy_encoder_inputs(
+      task.task_config.tokenization.seq_length))
+
+
+def describe(result: ImportResult) -> str:
+  """What `python -m cmlm import` prints: where the run went, and what it is."""
+  model = result.params.task.model
+  tokenization, encoder = result.params.task.tokenization, model.encoder
+  return (f"Imported {result.source}\n"
+          f"  into          {result.checkpoint_path}\n"
+          f"  encoder       {encoder.num_layers} layers, hidden "
+          f"{encoder.hidden_size}, {encoder.num_attention_heads} heads, vocab "
+          f"{encoder.vocab_size}\n"
+          f"  tokenizer     "
+          f"{'uncased' if tokenization.lower_case else 'cased'}, "
+          f"seq_length {tokenization.seq_length}; pooling {model.pooling}\n"
+          f"  MLM head      "
+          f"{'imported' if result.imported_mlm_head else 'new'};"
+          f" projection head new ({model.num_projections} projections)")

@@ -1,0 +1,163 @@
+"""Multistage training: a schedule is a config, a sequence of objective sets.
+
+A `ScheduleConfig` names a base experiment (which configures every objective
+the schedule uses: data, hyperparameters) and its stages; each stage is a set
+of objectives with their weights and a number of steps. Stage k trains in
+`<model_dir>/stage<k>` with exactly its objectives (the others' weights set to
+0, so their data is not even read) and starts from stage k-1's checkpoint
+(`task.init_checkpoint`: the encoder and every head both stages share).
+Running the command again resumes whichever stage was interrupted (a
+finished stage ends at once).
+
+The paper's schedules of section 4.2 are registered in
+`experiments/schedules.py`; a YAML file of the same shape is a schedule too:
+
+    experiment: cmlm/multilingual_cmlm_br
+    stages:
+    - {objectives: {cmlm: 1.0}, train_steps: 1500000}
+    - {objectives: {cmlm: 1.0, bitext_retrieval: 0.2}, train_steps: 1000000}
+"""
+import dataclasses
+import os
+from typing import Dict, Optional, Sequence, Tuple
+
+import tensorflow as tf
+import yaml
+
+from official.core import config_definitions as cfg
+from official.core import exp_factory
+from official.modeling import hyperparams
+from official.modeling.hyperparams import base_config
+from training import train
+
+_SCHEDULES: Dict[str, "ScheduleConfig"] = {}
+
+
+class ObjectiveWeights(base_config.Config):
+  """{objective name: weight}, a mapping whose keys the stage chooses."""
+
+  def _override(self, override_dict, is_strict=True):
+    del is_strict  # any objective name may be given; checked when run
+    for name, weight in override_dict.items():
+      if name in self.RESERVED_ATTR:
+        continue
+      if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ValueError(f"A stage's objective weight must be a number; "
+                         f"{name}: {weight!r}.")
+      self.__dict__[name] = float(weight)
+
+
+@dataclasses.dataclass
+class StageConfig(base_config.Config):
+  objectives: ObjectiveWeights = dataclasses.field(
+      default_factory=ObjectiveWeights)
+  train_steps: int = 0
+
+
+@dataclasses.dataclass
+class ScheduleConfig(base_config.Config):
+  experiment: str = ""
+  stages: Tuple[StageConfig, ...] = ()
+
+
+def register_schedule(name: str, schedule: ScheduleConfig) -> None:
+  _SCHEDULES[name] = schedule
+
+
+def registered_schedules():
+  return sorted(_SCHEDULES)
+
+
+def load_schedule(name_or_path: str) -> ScheduleConfig:
+  """A registered schedule by name, or one read from a YAML file."""
+  if name_or_path in _SCHEDULES:
+    return _SCHEDULES[name_or_path]
+  if not (name_or_path.endswith((".yaml", ".yml")) and
+          tf.io.gfile.exists(name_or_path)):
+    raise ValueError(f"--schedule must be one of "
+                     f"{', '.join(registered_schedules())} or a YAML file of "
+                     f"a schedule, got {name_or_path!r}.")
+  with tf.io.gfile.GFile(name_or_path) as f:
+    try:
+      content = yaml.safe_load(f) or {}
+    except yaml.YAMLError as error:
+      raise ValueError(f"{name_or_path} is not YAML: {error}") from None
+  stages = content.get("stages") if isinstance(content, dict) else None
+  if not isinstance(stages, list) or not stages:
+    raise ValueError(f"{name_or_path} must give `experiment:` and a list of "
+                     "`stages:` ({objectives: {name: weight}, train_steps}).")
+  try:
+    parsed = []
+    for stage in stages:
+      parsed.append(StageConfig())
+      parsed[-1].override(stage, is_strict=True)
+    return ScheduleConfig(experiment=content.get("experiment", ""),
+                          stages=tuple(parsed))
+  except (KeyError, TypeError, ValueError, AttributeError) as error:
+    raise ValueError(f"{name_or_path}: {error}") from None
+
+
+def stage_params(experiment: str, stage: StageConfig, init_checkpoint: str,
+                 config_files: Sequence[str] = (),
+                 params_override: str = "",
+                 tpu: Optional[str] = None) -> cfg.ExperimentConfig:
+  """One stage's config: the experiment + the user's YAML and overrides
+  (and `tpu`, runtime.tpu), with exactly the stage's objectives and steps."""
+  params = train.build_params(experiment, config_files, params_override,
+                              tpu=tpu, lock=False)
+  weights = stage.objectives.as_dict()
+  names = params.task.objectives.names()
+  unknown = sorted(set(weights) - set(names))
+  if unknown:
+    raise ValueError(f"The stage's objectives {', '.join(unknown)} are not "
+                     f"objectives of {experiment} ({', '.join(names)}).")
+  for name in names:
+    getattr(params.task.objectives, name).weight = weights.get(name, 0.0)
+  steps = stage.train_steps
+  params.override({
+      "task": {"init_checkpoint": init_checkpoint or
+                                  params.task.init_checkpoint},
+      "trainer": {"train_steps": steps, "optimizer_config": {
+          "learning_rate": {"polynomial": {"decay_steps": steps}}}}})
+  params.validate()
+  params.lock()
+  return params
+
+
+def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
+        params_override: str = "",
+        stage_steps: Optional[Sequence[int]] = None,
+        tpu: Optional[str] = None) -> str:
+  """Runs the stages of `schedule` (a name or YAML path) one after another.
+
+  `stage_steps` replaces the schedule's steps; `tpu` is every stage's
+  runtime.tpu. Returns the last stage's directory.
+  """
+  config = load_schedule(schedule)
+  if not model_dir:
+    raise ValueError("--model_dir is required: stage<k>/ goes under it.")
+  stages = list(config.stages)
+  if stage_steps:
+    if len(stage_steps) != len(stages):
+      raise ValueError(f"Schedule {schedule} has {len(stages)} stage(s); "
+                       f"--stage_steps gave {len(stage_steps)} numbers.")
+    stages = [StageConfig(objectives=stage.objectives.as_dict(),
+                          train_steps=int(steps))
+              for stage, steps in zip(stages, stage_steps)]
+  for index, stage in enumerate(stages, start=1):
+    if stage.train_steps < 1:
+      raise ValueError(f"Stage {index} of {schedule} has train_steps="
+                       f"{stage.train_steps}; give 1 or more.")
+  previous = ""
+  for index, stage in enumerate(stages, start=1):
+    stage_dir = os.path.join(model_dir, f"stage{index}")
+    params = stage_params(config.experiment, stage, previous, config_files,
+                          params_override, tpu)
+    objectives = ", ".join(f"{name} x{weight:g}" for name, weight in
+                           stage.objectives.as_dict().items())
+    print(f"== {schedule} stage {index}: {objectives}, {stage.train_steps} "
+          f"steps, in {stage_dir}" + (f", from {previous}" if previous else ""),
+          flush=True)
+    train.run(params, stage_dir, mode="train")
+    previous = stage_dir
+  return previous

@@ -1,0 +1,289 @@
+"""One sentence-encoder task: a shared encoder and weighted objectives.
+
+`SentenceEncoderTaskConfig` = the encoder (`model`), the run's one
+tokenization (`tokenization`) and a mapping of named objectives
+(`objectives`, see `objectives/base.py`), each with a weight. The train step
+is Model Garden's own (`base_task.Task.train_step`): the model runs every
+objective's forward pass on its features, and `build_losses` returns
+
+    L = sum_k weight_k * L_k
+
+(paper section 4.2's L = L_cmlm + alpha * L_br is the case {cmlm: 1,
+bitext_retrieval: 0.2}). Batches are dicts nested by objective name
+(`{"cmlm": {...}, "bitext_retrieval": {...}}`), model outputs likewise.
+
+Checkpoints name their parts (`SentenceEncoderModel.checkpoint_items`):
+`encoder`, `<name>_head` for each objective with a head, `<name>_state` for
+each with state. Export, eval and pcr restore the encoder alone (and export
+`--mlm` the CMLM head); a later stage restores whichever items it shares with
+the checkpoint it starts from.
+"""
+import dataclasses
+from typing import Dict, List, Optional
+
+from absl import logging
+import tensorflow as tf
+import tf_keras
+
+import objectives as objectives_lib  # noqa: F401  (registers the objectives)
+from data_pipelines import tokenization as tokenization_lib
+from data_pipelines import vocabulary
+from modeling import model_builder
+from modeling.sentence_encoder import SentenceEncoder
+from objectives import base as objective_base
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.core import task_factory
+
+
+@dataclasses.dataclass
+class SentenceEncoderTaskConfig(cfg.TaskConfig):
+  """The encoder, its tokenization and the weighted objectives of a run.
+
+  `train_data` / `validation_data` only say which split a dataset is for
+  (Model Garden's trainer passes them to `build_inputs`); each objective's
+  own data, batch size included, is under `task.objectives.<name>`.
+  `skip_non_finite_batches`: a step whose loss or gradient is not finite is
+  skipped and counted, instead of stopping training (training/trainer.py).
+  """
+  model: model_builder.SentenceEncoderConfig = dataclasses.field(
+      default_factory=model_builder.SentenceEncoderConfig)
+  tokenization: tokenization_lib.TokenizationConfig = dataclasses.field(
+      default_factory=tokenization_lib.TokenizationConfig)
+  objectives: objective_base.ObjectivesConfig = dataclasses.field(
+      default_factory=objective_base.ObjectivesConfig)
+  train_data: cfg.DataConfig = dataclasses.field(
+      default_factory=lambda: cfg.DataConfig(is_training=True))
+  validation_data: cfg.DataConfig = dataclasses.field(
+      default_factory=lambda: cfg.DataConfig(is_training=False))
+  skip_non_finite_batches: bool = False
+
+  def active_objectives(self) -> Dict[str, objective_base.ObjectiveConfig]:
+    """{name: config} of the objectives with a weight above 0."""
+    return {name: getattr(self.objectives, name)
+            for name in self.objectives.names()
+            if getattr(self.objectives, name).weight > 0}
+
+  def validate_inputs(self, mode: str) -> None:
+    """Checks the config and the data `mode` reads, before a run starts."""
+    for objective in build_objectives(self).values():
+      objective.validate(mode)
+
+
+def build_objectives(config: SentenceEncoderTaskConfig
+                     ) -> Dict[str, objective_base.Objective]:
+  """The `Objective` of each active entry of `config.objectives`."""
+  names = config.objectives.names()
+  for name in names:
+    weight = getattr(config.objectives, name).weight
+    if weight < 0:
+      raise ValueError(f"task.objectives.{name}.weight must be >= 0, got "
+                       f"{weight}.")
+  active = config.active_objectives()
+  if not active:
+    raise ValueError("task.objectives has no objective with a weight above 0 "
+                     f"(given: {', '.join(names) or 'none'}): nothing to "
+                     "train.")
+  return {name: objective_base.objective_class(objective.type)(
+      name, objective, config.model, config.tokenization)
+          for name, objective in active.items()}
+
+
+class SentenceEncoderModel(tf_keras.Model):
+  """The shared `SentenceEncoder`, each objective's head and state.
+
+  `call` runs each objective whose features the batch carries; outputs are
+  nested by objective name.
+  """
+
+  def __init__(self, encoder: SentenceEncoder,
+               objectives: Dict[str, objective_base.Objective], **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    self._objective_list = list(objectives.values())  # not checkpointed
+    self.heads = {}
+    self.states = {}
+    for name, objective in objectives.items():
+      head = objective.build_head(encoder)
+      if head is not None:
+        self.heads[name] = head
+    for name, objective in objectives.items():
+      state = objective.build_state(encoder, self.heads.get(name))
+      if state is not None:
+        self.states[name] = state
+
+  @property
+  def objectives(self) -> Dict[str, objective_base.Objective]:
+    return {objective.name: objective for objective in self._objective_list}
+
+  def call(self, features, training=None):
+    outputs = {}
+    for name, objective in self.objectives.items():
+      if name in features:
+        outputs[name] = objective.call(
+            self.encoder, self.heads.get(name), self.states.get(name),
+            features[name], training=training)
+    return outputs
+
+  def after_update(self) -> None:
+    """Each objective's hook after an optimizer update (replica context)."""
+    for name, objective in self.objectives.items():
+      objective.after_update(self.encoder, self.heads.get(name),
+                             self.states.get(name))
+
+  @property
+  def checkpoint_items(self):
+    """The parts of a checkpoint, by name (beside `model=` itself)."""
+    items = dict(encoder=self.encoder)
+    items.update({f"{name}_head": head for name, head in self.heads.items()})
+    items.update({f"{name}_state": state
+                  for name, state in self.states.items()})
+    return items
+
+
+@task_factory.register_task_cls(SentenceEncoderTaskConfig)
+class SentenceEncoderTask(base_task.Task):
+  """Weighted objectives over one sentence encoder, one train step."""
+
+  def __init__(self, params: SentenceEncoderTaskConfig, logging_dir=None,
+               name=None):
+    super().__init__(params, logging_dir=logging_dir, name=name)
+    self.objectives = build_objectives(params)
+
+  @property
+  def examples_per_step(self) -> int:
+    """Examples in one global training batch, over all objectives."""
+    return sum(objective.config.train_data.global_batch_size
+               for objective in self.objectives.values())
+
+  def build_model(self) -> SentenceEncoderModel:
+    config = self.task_config
+    check_vocab_matches_encoder(config.tokenization.vocab_file,
+                                config.model.encoder.vocab_size)
+    encoder = model_builder.build_sentence_encoder(
+        config.model, seq_length=config.tokenization.seq_length)
+    return SentenceEncoderModel(encoder, self.objectives,
+                                name="sentence_encoder_model")
+
+  def build_inputs(self, params: cfg.DataConfig, input_context=None):
+    """Batches of every objective's features, nested by objective name.
+
+    `params` says the split: training batches hold every objective's
+    training data; validation batches every objective that has validation
+    data.
+    """
+    datasets = {}
+    for name, objective in self.objectives.items():
+      data = (objective.config.train_data if params.is_training
+              else objective.config.validation_data)
+      if params.is_training or objective_base.has_data(data):
+        datasets[name] = objective.build_inputs(data, input_context)
+    if not datasets:
+      raise ValueError("No objective of task.objectives has validation data "
+                       "(validation_data.input_path); nothing to evaluate.")
+    return tf.data.Dataset.zip(datasets)
+
+  def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
+    """sum_k weight_k * L_k over the objectives in `model_outputs`."""
+    self._objective_losses = {}
+    loss = tf.constant(0.0)
+    for name, objective in self.objectives.items():
+      if name not in model_outputs:
+        continue
+      value = objective.compute_loss(labels[name], model_outputs[name])
+      self._objective_losses[name] = value
+      loss += objective.config.weight * value
+    if aux_losses:
+      loss += tf.add_n(aux_losses)
+    return loss
+
+  def build_metrics(self, training=None):
+    """Each objective's metrics as `<name>/<metric>`, and `<name>/loss`."""
+    del training
+    metrics = []
+    for name, objective in self.objectives.items():
+      metrics.append(tf_keras.metrics.Mean(name=f"{name}/loss"))
+      for metric in objective.build_metrics():
+        metric._name = f"{name}/{metric.name}"  # pylint: disable=protected-access
+        metrics.append(metric)
+    return metrics
+
+  def process_metrics(self, metrics: List[tf_keras.metrics.Metric], labels,
+                      model_outputs):
+    by_objective = {}
+    for metric in metrics:
+      name, _, short = metric.name.partition("/")
+      by_objective.setdefault(name, {})[short] = metric
+    losses = getattr(self, "_objective_losses", {})
+    for name, objective in self.objectives.items():
+      if name not in model_outputs:
+        continue
+      own = by_objective.get(name, {})
+      if "loss" in own:
+        value = losses.get(name)
+        if value is None:  # validation: build_losses did not run
+          value = objective.compute_loss(labels[name], model_outputs[name])
+        own["loss"].update_state(value)
+      objective.update_metrics(own, labels[name], model_outputs[name])
+
+  def validation_step(self, inputs, model: tf_keras.Model, metrics=None):
+    self._objective_losses = {}
+    return super().validation_step(inputs, model, metrics)
+
+  def initialize(self, model: SentenceEncoderModel):
+    """Starts from `task.init_checkpoint`: its encoder, and each head or
+    state of ours that it also holds (by checkpoint item name)."""
+    path = self.task_config.init_checkpoint
+    if not path:
+      return
+    if tf.io.gfile.isdir(path):
+      path = tf.train.latest_checkpoint(path)
+    if not path:
+      raise ValueError(f"task.init_checkpoint={self.task_config.init_checkpoint}"
+                       " holds no checkpoint.")
+    restore_items(model, path, required=("encoder",))
+
+
+def checkpoint_item_names(checkpoint_path: str) -> set:
+  """The top-level item names a checkpoint holds (encoder, cmlm_head, ...)."""
+  names = set()
+  for key, _ in tf.train.list_variables(checkpoint_path):
+    names.add(key.split("/", 1)[0])
+  return names
+
+
+def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
+                  required=("encoder",)) -> List[str]:
+  """Restores the named items of `model` that `checkpoint_path` holds.
+
+  Every item in `required` must be there; every variable of a restored item
+  must be found (`assert_existing_objects_matched`). Returns the names of
+  the restored items.
+  """
+  available = checkpoint_item_names(checkpoint_path)
+  missing = [name for name in required if name not in available]
+  if missing:
+    raise ValueError(f"The checkpoint {checkpoint_path} has no "
+                     f"{', '.join(missing)} item (it holds "
+                     f"{', '.join(sorted(available)) or 'nothing'}).")
+  items = {name: item for name, item in model.checkpoint_items.items()
+           if name in available}
+  status = tf.train.Checkpoint(**items).read(checkpoint_path)
+  status.expect_partial().assert_existing_objects_matched()
+  logging.info("Restored %s from %s.", ", ".join(sorted(items)),
+               checkpoint_path)
+  print(f"Started from {checkpoint_path}: {', '.join(sorted(items))}.",
+        flush=True)
+  return sorted(items)
+
+
+def check_vocab_matches_encoder(vocab_file: str, vocab_size: int):
+  """Fails early when the vocabulary file and the embedding table disagree."""
+  if not vocab_file:
+    return
+  size = len(vocabulary.load_vocab(vocab_file))
+  if size != vocab_size:
+    raise ValueError(
+        f"The vocabulary {vocab_file} has {size} tokens but "
+        f"task.model.encoder.vocab_size is {vocab_size}; make them equal.")
+  logging.info("Vocabulary %s: %d tokens.", vocab_file, size)

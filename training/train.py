@@ -1,0 +1,289 @@
+"""Training a run: Model Garden's train_lib + orbit, one strategy scope.
+
+`build_params` makes an experiment's config from Model Garden's inputs (the
+experiment name, YAML files, `a.b=c` overrides) and our `strategy`; `run`
+trains (and/or evaluates) it in a model_dir. `python -m cmlm train`
+(cmlm/commands/train.py) is the command over them. Checkpoints and
+TensorBoard summaries (loss, each objective's loss and metrics,
+learning_rate, examples_per_second) go to the model_dir; a run started again
+in the same model_dir resumes from its latest checkpoint.
+
+Multi-worker (`TF_CONFIG`): every worker runs the same command on a shared
+`--model_dir`; only the chief writes params.yaml, checkpoints and summaries
+there (the others save to a throw-away directory, as collective saves need
+every worker) and every worker resumes from the chief's latest checkpoint.
+SIGTERM saves a checkpoint after the current loop, then stops the run
+(`fault_tolerance.TrainingPreempted`; the command exits with status 143).
+"""
+import contextlib
+import copy
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from typing import Optional, Sequence
+
+import orbit
+import tensorflow as tf
+import tf_keras
+
+from official.common import distribute_utils
+from official.core import config_definitions as cfg
+from official.core import exp_factory
+from official.core import task_factory
+from official.core import train_lib
+from official.core import train_utils
+from official.modeling import hyperparams
+from official.modeling import performance
+from training import fault_tolerance
+from training import run_dir
+from training.trainer import CmlmTrainer
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = ("float32", "float16", "bfloat16")
+
+
+class ProgressReporter:
+  """An orbit train action printing step, losses, metrics, speed and ETA.
+
+  Prints `loss`, then every objective's `<name>/<metric>` (its loss and
+  whatever metrics it declares), examples/s and the learning rate.
+  """
+
+  def __init__(self, total_steps: int, global_step: tf.Variable):
+    self._total = total_steps
+    self._global_step = global_step
+    self._last = None  # (time, step) of the previous report
+    self.first_loss = None  # mean training loss of the first loop
+    self.last_loss = None   # ... and of the latest one
+
+  def __call__(self, output):
+    now, step = time.perf_counter(), int(self._global_step.numpy())
+    fields = [f"step {step}/{self._total} ({100 * step / self._total:.0f}%)"]
+    output = tf.nest.map_structure(orbit.utils.get_value, output)
+    if "training_loss" in output:
+      self.last_loss = float(output["training_loss"])
+      if self.first_loss is None:
+        self.first_loss = self.last_loss
+      fields.append(f"loss {self.last_loss:.4g}")
+    for key in sorted(k for k in output if "/" in k):
+      fields.append(f"{key} {float(output[key]):.4g}")
+    for key, label in (("examples_per_second", "ex/s"),
+                       ("learning_rate", "lr")):
+      if key in output:
+        fields.append(f"{label} {float(output[key]):.4g}")
+    if output.get("skipped_batches"):
+      fields.append(f"skipped {int(output['skipped_batches'])} non-finite")
+    if self._last is not None and step > self._last[1]:
+      seconds_per_step = (now - self._last[0]) / (step - self._last[1])
+      eta = seconds_per_step * max(self._total - step, 0)
+      fields.append(f"ETA {eta // 60:.0f}m{eta % 60:02.0f}s")
+    self._last = (now, step)
+    print(" | ".join(fields), flush=True)
+
+
+def build_params(experiment: str, config_files: Sequence[str] = (),
+                 params_override: str = "", strategy: Optional[str] = None,
+                 tpu: Optional[str] = None,
+                 lock: bool = True) -> cfg.ExperimentConfig:
+  """An experiment's config, as Model Garden's flags would make it.
+
+  The registered `experiment`, then each YAML of `config_files`, then
+  `params_override` (`a.b=c,...` or YAML), then `strategy`
+  (runtime.distribution_strategy) and `tpu` (runtime.tpu). A run that
+  `task.init_checkpoint` names gives its encoder config (see
+  `adopt_init_checkpoint_encoder`). Validated, and locked unless `lock` is
+  False.
+  """
+  if not experiment:
+    raise ValueError("--experiment is required, e.g. --experiment=cmlm/tiny.")
+  if strategy and strategy not in STRATEGIES:
+    raise ValueError(f"--strategy must be one of {', '.join(STRATEGIES)}, "
+                     f"got {strategy!r}.")
+  try:
+    params = exp_factory.get_exp_config(experiment)
+  except (KeyError, LookupError, AssertionError):
+    known = ", ".join(sorted(n for n in exp_factory._REGISTERED_CONFIGS  # pylint: disable=protected-access
+                             if "/" in n))
+    raise ValueError(f"Unknown --experiment={experiment!r}; the registered "
+                     f"ones are {known}.") from None
+  for config_file in config_files or ():
+    params = hyperparams.override_params_dict(params, config_file,
+                                              is_strict=True)
+  if params_override:
+    params = hyperparams.override_params_dict(params, params_override,
+                                              is_strict=True)
+  if strategy:
+    params.override({"runtime": {"distribution_strategy": strategy}})
+  if tpu:
+    params.override({"runtime": {"tpu": tpu}})
+  adopt_init_checkpoint_encoder(params)
+  params.validate()
+  if lock:
+    params.lock()
+  return params
+
+
+def adopt_init_checkpoint_encoder(params) -> None:
+  """A run starts with the encoder of the run it starts from.
+
+  When `task.init_checkpoint` is a run of ours (params.yaml beside it), its
+  `task.model` replaces the experiment's (the encoder must be that run's to
+  be restored), and an unset `task.tokenization.vocab_file` takes that run's
+  vocabulary, casing and text normalization (the sequence length stays the
+  experiment's). NLI fine-tuning (cmlm/xnli) thus needs only the run and the
+  data.
+  """
+  task = params.task
+  if not getattr(task, "init_checkpoint", ""):
+    return
+  source_dir = task.init_checkpoint
+  if not tf.io.gfile.isdir(source_dir):
+    source_dir = os.path.dirname(source_dir)
+  if not run_dir.is_run_dir(source_dir):
+    return
+  source = run_dir.load_params(source_dir).task
+  if task.model.as_dict() == source.model.as_dict() and (
+      task.tokenization.vocab_file):
+    return
+  task.model.override(source.model.as_dict(), is_strict=True)
+  taken = "task.model"
+  if not task.tokenization.vocab_file:
+    task.tokenization.override(
+        {key: getattr(source.tokenization, key) for key in
+         ("vocab_file", "lower_case", "text_normalization")}, is_strict=True)
+    taken += " and the vocabulary"
+  print(f"{taken} taken from {source_dir}, the run task.init_checkpoint "
+        "starts from.", flush=True)
+
+
+def make_strategy(params):
+  """The runtime's strategy; a clear error when no TPU answers `--tpu`."""
+  runtime = params.runtime
+  try:
+    return distribute_utils.get_distribution_strategy(
+        distribution_strategy=runtime.distribution_strategy,
+        all_reduce_alg=runtime.all_reduce_alg,
+        num_gpus=runtime.num_gpus,
+        tpu_address=runtime.tpu)
+  except (ValueError, tf.errors.OpError) as error:
+    if runtime.distribution_strategy != "tpu":
+      raise
+    raise ValueError(f"No TPU found for --tpu={runtime.tpu!r} "
+                     f"(runtime.tpu): {str(error).splitlines()[0]}") from None
+
+
+@contextlib.contextmanager
+def mixed_precision(dtype: Optional[str]):
+  """Sets the Keras policy for `runtime.mixed_precision_dtype`, then resets it."""
+  if dtype and dtype not in PRECISIONS:
+    raise ValueError(f"runtime.mixed_precision_dtype must be one of "
+                     f"{', '.join(PRECISIONS)}, got {dtype!r}.")
+  previous = tf_keras.mixed_precision.global_policy()
+  if dtype:
+    performance.set_mixed_precision_policy(tf.as_dtype(dtype))
+  try:
+    yield
+  finally:
+    tf_keras.mixed_precision.set_global_policy(previous)
+
+
+class _ExperimentRunner(train_lib.OrbitExperimentRunner):
+  """Model Garden's runner: chief-only outputs, SIGTERM checkpoints."""
+
+  def __init__(self, termination, **kwargs):
+    self._termination = termination
+    super().__init__(**kwargs)
+
+  def _maybe_build_checkpoint_manager(self):
+    if self.strategy.extended.should_checkpoint:
+      fault_tolerance.repair_checkpoint_state(self.model_dir)
+      return super()._maybe_build_checkpoint_manager()
+    return _WorkerCheckpointManager(
+        self.trainer.checkpoint, restore_dir=self.model_dir,
+        step_counter=self.trainer.global_step,
+        checkpoint_interval=self.params.trainer.checkpoint_interval,
+        init_fn=self.trainer.initialize)
+
+  def _build_controller(self, trainer, evaluator, train_actions=None,
+                        **kwargs):
+    if trainer:
+      train_actions = list(train_actions or []) + [
+          fault_tolerance.PreemptionCheckpoint(
+              self._termination, self.strategy, self.checkpoint_manager,
+              self.trainer.global_step)]
+    return super()._build_controller(trainer, evaluator,
+                                     train_actions=train_actions, **kwargs)
+
+
+class _WorkerCheckpointManager(tf.train.CheckpointManager):
+  """A non-chief worker's: saves to a throw-away directory (collective saves
+  need every worker), restores what the chief wrote in `restore_dir`."""
+
+  def __init__(self, checkpoint, restore_dir, **kwargs):
+    super().__init__(checkpoint, tempfile.mkdtemp(prefix="cmlm-worker-"),
+                     max_to_keep=1, **kwargs)
+    self._restore_dir = restore_dir
+
+  def restore_or_initialize(self):
+    latest = tf.train.latest_checkpoint(self._restore_dir)
+    if latest is None:
+      return super().restore_or_initialize()
+    self.checkpoint.restore(latest)
+    self._last_checkpoint_step = int(self._step_counter.numpy())
+    return latest
+
+
+@dataclasses.dataclass
+class TrainResult:
+  model: tf_keras.Model
+  trainer: CmlmTrainer
+  progress: Optional[ProgressReporter]
+
+
+def run(params, model_dir: str, mode: str = "train",
+        strategy=None) -> TrainResult:
+  """Trains (and/or evaluates) `params` in `model_dir`.
+
+  Raises:
+    fault_tolerance.TrainingPreempted: SIGTERM came; a checkpoint was saved.
+    fault_tolerance.NonFiniteTrainingError: a step's loss or gradient was not
+      finite (unless `task.skip_non_finite_batches`).
+  """
+  if not model_dir:
+    raise ValueError("--model_dir is required: checkpoints and summaries go "
+                     "there, and a run resumes from it.")
+  task_config = params.task
+  task_config.validate_inputs(mode)
+  # Our SIGTERM handling replaces Model Garden's on-demand preemption
+  # checkpoints (which keep the process running after the save).
+  runner_params = copy.deepcopy(params)
+  runner_params.trainer.preemption_on_demand_checkpoint = False
+  with mixed_precision(params.runtime.mixed_precision_dtype):
+    strategy = strategy or make_strategy(params)
+    chief = strategy.extended.should_checkpoint
+    with strategy.scope():
+      task = task_factory.get_task(task_config, logging_dir=model_dir)
+      trainer = train_utils.create_trainer(
+          params, task, train="train" in mode, evaluate="eval" in mode,
+          trainer_cls=CmlmTrainer)
+    if chief:
+      train_utils.serialize_config(params, model_dir)
+    progress = None
+    if "train" in mode:
+      progress = ProgressReporter(params.trainer.train_steps,
+                                  trainer.global_step)
+    with fault_tolerance.TerminationSignal() as termination:
+      runner = _ExperimentRunner(
+          termination, distribution_strategy=strategy, task=task, mode=mode,
+          params=runner_params, model_dir=model_dir, trainer=trainer,
+          save_summary=chief,
+          train_actions=[progress] if progress else None)
+      try:
+        model, _ = runner.run()
+      finally:
+        if not chief and runner.checkpoint_manager:
+          shutil.rmtree(runner.checkpoint_manager.directory,
+                        ignore_errors=True)
+  return TrainResult(model, trainer, progress)
