@@ -1,10 +1,14 @@
 """The multistage schedules S1-S3 of section 4.2, chained by `cmlm stages`."""
+import numpy as np
 import pytest
 import tensorflow as tf
 import yaml
 
+from cmlm import pcr
 from experiments import cmlm_experiments
 from experiments import registry  # noqa: F401  (registers the schedules)
+from export import exporter
+from training import run_dir
 from training import stages
 
 
@@ -51,6 +55,21 @@ def test_s3_runs_cmlm_then_cmlm_plus_bitext_from_stage_one(tmp_path):
     first = yaml.safe_load(f)["task"]["objectives"]
   assert (first["cmlm"]["weight"], first["bitext_retrieval"]["weight"]) == (
       1.0, 0.0)
+
+  # A multitask stage reads back like any run: export (with the CMLM head),
+  # the run's own encoder for eval, and pcr.
+  result = exporter.export_run(stage2, str(tmp_path / "export"),
+                               export_mlm=True)
+  sentences = ["the house 3 .", "the letter 7 .", "a war of peace ."]
+  run = run_dir.load_run(stage2)
+  serving = tf.saved_model.load(result.serving_dir)
+  exported = serving.signatures["serving_default"](tf.constant(sentences))
+  np.testing.assert_allclose(exported["embedding"].numpy(),
+                             run.embed(sentences), atol=1e-5)
+  samples = tmp_path / "en.txt"
+  samples.write_text("\n".join(sentences * 4), encoding="utf-8")
+  pcr.fit_for_model(stage2, f"en={samples}", sample_size=12)
+  assert (tmp_path / "s3" / "stage2" / "pcr_components.json").exists()
 
 
 def test_unknown_schedule_and_step_counts_are_clear_errors(tmp_path):
