@@ -58,6 +58,13 @@ class SentenceEncoderTaskConfig(cfg.TaskConfig):
       default_factory=lambda: cfg.DataConfig(is_training=False))
   skip_non_finite_batches: bool = False
 
+  def validate(self):
+    """The encoder config and the objectives' weights, in one clear error
+    each, before a trainer is made."""
+    super().validate()
+    self.model.validate()
+    build_objectives(self)
+
   def active_objectives(self) -> Dict[str, objective_base.ObjectiveConfig]:
     """{name: config} of the objectives with a weight above 0."""
     return {name: getattr(self.objectives, name)

@@ -104,10 +104,9 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
   try:
     params = exp_factory.get_exp_config(experiment)
   except (KeyError, LookupError, AssertionError):
-    known = ", ".join(sorted(n for n in exp_factory._REGISTERED_CONFIGS  # pylint: disable=protected-access
-                             if "/" in n))
     raise ValueError(f"Unknown --experiment={experiment!r}; the registered "
-                     f"ones are {known}.") from None
+                     f"ones are {', '.join(registered_experiments())}."
+                     ) from None
   for config_file in config_files or ():
     params = hyperparams.override_params_dict(params, config_file,
                                               is_strict=True)
@@ -120,9 +119,26 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
     params.override({"runtime": {"tpu": tpu}})
   adopt_init_checkpoint_encoder(params)
   params.validate()
+  params.task.validate()
   if lock:
     params.lock()
   return params
+
+
+def registered_experiments() -> list:
+  """The names of Model Garden's registered experiments, e.g. cmlm/tiny.
+
+  Model Garden keeps them as a tree keyed by the parts of the name
+  (`{"cmlm": {"tiny": factory}}`); this lists the paths to its leaves.
+  """
+  def leaves(tree, prefix):
+    for key, value in tree.items():
+      name = f"{prefix}/{key}" if prefix else key
+      if isinstance(value, dict):
+        yield from leaves(value, name)
+      else:
+        yield name
+  return sorted(leaves(exp_factory._REGISTERED_CONFIGS, ""))  # pylint: disable=protected-access
 
 
 def adopt_init_checkpoint_encoder(params) -> None:
