@@ -6,6 +6,8 @@ Commands:
           far the loss fell and nearest neighbours of held-out sentences
   vocab   build a WordPiece vocabulary from a corpus, or a cased multilingual
           one from LANG=CORPUS,... with language smoothing (section 4.4)
+  ngrams  mark a corpus's PMI n-grams for MiSAD (Li et al. 2020, 3.1;
+          data_pipelines/pmi_ngrams.py)
   stages  multistage multilingual training s1 | s2 | s3 (section 4.2;
           training/stages.py)
   pcr     fit each language's principal component for a trained model

@@ -12,6 +12,7 @@ each language's first principal component is written to
 from typing import Dict, List
 
 from data_pipelines import multilingual_vocab
+from data_pipelines import unk_rate
 from export import encode
 from modeling import principal_component_removal as pcr
 from training import run_dir
@@ -41,6 +42,9 @@ def fit_for_model(model_dir: str, spec: str, sample_size: int = 1000,
   run = run_dir.load_run(model_dir, checkpoint)
   embeddings = {}
   for lang, sentences in samples.items():
+    unk_rate.check(run.params.task.tokenization, sentences,
+                   f"the {lang} sample", refuse=False,
+                   owner=f"{model_dir}'s task.tokenization")
     print(f"{lang}: embedding {len(sentences)} sentences", flush=True)
     embeddings[lang] = run.embed(sentences, normalize=False)
   components = pcr.LanguageComponents.fit(embeddings)

@@ -16,6 +16,7 @@ import itertools
 from typing import Iterator, List, Tuple
 
 from data_pipelines import corpus
+from data_pipelines import text_lines
 
 
 class BitextError(corpus.CorpusError):
@@ -23,13 +24,14 @@ class BitextError(corpus.CorpusError):
 
 
 def _lines(path: str) -> Iterator[Tuple[int, str]]:
-  """(line number, text without the newline) of a UTF-8 (maybe .gz) file."""
+  """(line number, text without its line end) of a UTF-8 (maybe .gz) file;
+  LF, CRLF and CR end lines alike."""
   opener = gzip.open if path.endswith(".gz") else open
   try:
     with opener(path, "rb") as f:
-      for number, raw in enumerate(f, start=1):
+      for number, raw in enumerate(text_lines.iter_lines(f), start=1):
         try:
-          yield number, raw.decode("utf-8").rstrip("\r\n")
+          yield number, raw.decode("utf-8")
         except UnicodeDecodeError as e:
           raise BitextError(f"{path}:{number} is not valid UTF-8 text "
                             f"(byte {e.start}).") from None
@@ -88,21 +90,26 @@ def read_aligned_pairs(source_path: str, target_path: str
     yield left[1], right[1]
 
 
+def iter_bitext(path_spec: str, source_column: int = -2,
+                target_column: int = -1, header: bool = False
+                ) -> Iterator[Tuple[str, str]]:
+  """The (source, target) pairs of a bitext path spec, read lazily."""
+  if not path_spec:
+    raise BitextError("The bitext input_path is empty.")
+  for part in (p.strip() for p in path_spec.split(",") if p.strip()):
+    if "|" in part:
+      source_path, target_path = (s.strip() for s in part.split("|", 1))
+      yield from read_aligned_pairs(source_path, target_path)
+    else:
+      for path in _expand(part):
+        yield from read_tsv_pairs(path, source_column, target_column, header)
+
+
 def read_bitext(path_spec: str, source_column: int = -2,
                 target_column: int = -1, header: bool = False
                 ) -> List[Tuple[str, str]]:
   """All (source, target) pairs of a bitext path spec (see module doc)."""
-  if not path_spec:
-    raise BitextError("The bitext input_path is empty.")
-  pairs = []
-  for part in (p.strip() for p in path_spec.split(",") if p.strip()):
-    if "|" in part:
-      source_path, target_path = (s.strip() for s in part.split("|", 1))
-      pairs.extend(read_aligned_pairs(source_path, target_path))
-    else:
-      for path in _expand(part):
-        pairs.extend(read_tsv_pairs(path, source_column, target_column,
-                                    header))
+  pairs = list(iter_bitext(path_spec, source_column, target_column, header))
   if not pairs:
     raise BitextError(f"The bitext {path_spec} holds no translation pair.")
   return pairs

@@ -1,12 +1,16 @@
 """The CMLM input pipeline: sentence pairs -> packed, masked encoder inputs.
 
 Implements the data side of Conditional MLM (Yang et al., 2021):
-  * consecutive sentences (s1, s2) of a document (section 2);
+  * two consecutive sequences (s1, s2) of a document (section 3), each whole
+    sentences packed up to `seq_length` (`pair_unit='sequence'`,
+    `sequence_packing`), or single consecutive sentences
+    (`pair_unit='sentence'`);
   * their order swapped 50% of the time "to enable the model to learn
     bidirectional information" (section 3, `swap_order_probability`);
   * both sentences WordPiece-tokenized and packed to `seq_length` (section 3);
   * s2 masked as in BERT, 80 of 256 tokens (31.3%) in the English recipe
-    (section 3, `masking_rate`, `max_predictions_per_seq`).
+    (section 3, `masking_rate`, `max_predictions_per_seq`): exactly 80 for
+    a full s2, proportionally fewer for a shorter one.
 
 Each batch is a dict of
   s1_input_word_ids, s1_input_mask, s1_input_type_ids,
@@ -30,6 +34,7 @@ import tensorflow as tf
 from data_pipelines import corpus
 from data_pipelines import masking
 from data_pipelines import pair_tfrecords
+from data_pipelines import sequence_packing
 from data_pipelines import tokenization
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
@@ -53,12 +58,16 @@ class CmlmDataConfig(cfg.DataConfig):
   selects documents by a hash of their text: 'train' and 'heldout' partition
   them with `heldout_percent` percent held out; 'all' keeps every document.
   Text and TFDS sources are shuffled in full; TFRecords use
-  `shuffle_buffer_size`. How text becomes ids (vocabulary, casing,
+  `shuffle_buffer_size`. `pair_unit`: 'sequence' (section 3: s1 and s2 are
+  consecutive spans of whole sentences of one document, each packed up to
+  `seq_length` - 2 tokens) or 'sentence' (single consecutive sentences);
+  TFRecord pairs are built when written, with the same option. How text becomes ids (vocabulary, casing,
   normalization, sequence length) is the run's `TokenizationConfig`, given to
   the loader beside this config.
   """
   input_path: str = ''
   skip_invalid_lines: bool = False
+  pair_unit: str = 'sequence'
   text_feature: str = 'text'
   max_predictions_per_seq: int = 20
   masking_rate: float = 80 / 256
@@ -82,6 +91,10 @@ def validate_config(params: CmlmDataConfig,
   if params.tfds_name and not params.text_feature:
     fail('text_feature must name the TFDS feature that holds the text.')
   tokenization_config.check()
+  try:
+    sequence_packing.check_pair_unit(params.pair_unit)
+  except ValueError as e:
+    fail(str(e))
   seq_length = tokenization_config.seq_length
   try:
     corpus.check_split(params.split, params.heldout_percent)
@@ -103,6 +116,35 @@ def validate_config(params: CmlmDataConfig,
     fail(f'global_batch_size={params.global_batch_size} must be 1 or more.')
 
 
+def text_pairs(params: CmlmDataConfig,
+               tokenization_config: tokenization.TokenizationConfig):
+  """The (s1, s2) texts of a text or TFDS source, in corpus order, built in
+  `params.pair_unit`; returns (pairs, corpus statistics, source name)."""
+  stats = corpus.CorpusStats()
+  if params.tfds_name:
+    source = f'TFDS {params.tfds_name}[{params.tfds_split}]'
+    documents = corpus.select_split(
+        corpus.tfds_documents(params.tfds_name, params.tfds_split,
+                              params.text_feature, params.tfds_data_dir),
+        params.split, params.heldout_percent)
+  else:
+    source = params.input_path
+    documents = corpus.read_documents(
+        params.input_path, params.split, params.heldout_percent, stats,
+        skip_invalid_lines=params.skip_invalid_lines)
+  documents = corpus.sentence_documents(documents, stats)
+  if params.pair_unit == 'sequence':
+    pairs = list(sequence_packing.sequence_pairs(
+        documents, sequence_packing.token_counter(tokenization_config),
+        tokenization_config.seq_length - 2, stats))
+  else:
+    pairs = list(corpus.sentence_pairs(documents, stats))
+  if not pairs:
+    raise corpus.CorpusError(f'The corpus {source!r} has no sentence pairs '
+                             f'in split {params.split!r} ({stats}).')
+  return pairs, stats, source
+
+
 class CmlmDataLoader(data_loader.DataLoader):
   """Builds the CMLM `tf.data` pipeline; keeps the corpus statistics.
 
@@ -122,23 +164,7 @@ class CmlmDataLoader(data_loader.DataLoader):
   def _in_memory_pairs(self, input_context):
     """Reads text or TFDS pairs of this pipeline's shard into a dataset."""
     params = self._params
-    stats = corpus.CorpusStats()
-    if params.tfds_name:
-      source = f'TFDS {params.tfds_name}[{params.tfds_split}]'
-      documents = corpus.select_split(
-          corpus.tfds_documents(params.tfds_name, params.tfds_split,
-                                params.text_feature, params.tfds_data_dir),
-          params.split, params.heldout_percent)
-    else:
-      source = params.input_path
-      documents = corpus.read_documents(
-          params.input_path, params.split, params.heldout_percent, stats,
-          skip_invalid_lines=params.skip_invalid_lines)
-    pairs = list(corpus.sentence_pairs(
-        corpus.sentence_documents(documents, stats), stats))
-    if not pairs:
-      raise corpus.CorpusError(f'The corpus {source!r} has no sentence pairs '
-                               f'in split {params.split!r} ({stats}).')
+    pairs, stats, source = text_pairs(params, self._tokenization)
     if input_context and params.sharding:
       # By pair index: every pipeline reads the (small) corpus and keeps an
       # equal share, whatever the sizes of the files.
@@ -148,8 +174,9 @@ class CmlmDataLoader(data_loader.DataLoader):
         raise corpus.CorpusError(
             f'The corpus {source!r} has fewer sentence pairs ({stats.pairs}) '
             f'than input pipelines ({input_context.num_input_pipelines}).')
-    logging.info('CMLM pairs from %s, split %r: %s; this pipeline keeps %d.',
-                 source, params.split, stats, len(pairs))
+    logging.info('CMLM %s pairs from %s, split %r: %s; this pipeline keeps '
+                 '%d.', params.pair_unit, source, params.split, stats,
+                 len(pairs))
     self.corpus_stats = stats
     s1, s2 = zip(*pairs)
     dataset = tf.data.Dataset.from_tensor_slices(
@@ -167,6 +194,8 @@ class CmlmDataLoader(data_loader.DataLoader):
           f'CmlmDataConfig: split={params.split!r} needs a text or TFDS '
           'source; TFRecord pairs are split when written '
           '(write_pair_tfrecords(split=...)).')
+    pair_tfrecords.check_pair_metadata(files, params.pair_unit,
+                                       self._tokenization.seq_length)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     shard_by_file = params.sharding and len(files) >= num_pipelines

@@ -24,6 +24,7 @@ import zlib
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from data_pipelines import sentence_splitter
+from data_pipelines import text_lines
 
 SPLITS = ('all', 'train', 'heldout')
 # Metadata files that a directory of corpus files may carry beside the text.
@@ -50,7 +51,7 @@ class CorpusStats:
     return (f'{self.files} files, {self.documents} documents with 2+ '
             f'sentences ({self.skipped_single_sentence_documents} '
             f'single-sentence documents skipped), {self.sentences} sentences, '
-            f'{self.pairs} sentence pairs{invalid}')
+            f'{self.pairs} pairs{invalid}')
 
 
 def _has_glob_characters(part: str) -> bool:
@@ -97,12 +98,13 @@ def _file_documents(path: str, stats: CorpusStats,
                     skip_invalid_lines: bool = False) -> Iterator[str]:
   """Yields the blank-line separated documents of one UTF-8 text file.
 
-  A line that is not UTF-8 fails the file, or with `skip_invalid_lines` is
-  skipped (it neither joins nor ends a document) and counted in `stats`.
+  LF, CRLF and CR end lines alike (`text_lines`). A line that is not UTF-8
+  fails the file, or with `skip_invalid_lines` is skipped (it neither joins
+  nor ends a document) and counted in `stats`.
   """
   lines = []
   with open(path, 'rb') as f:
-    for line_number, raw_line in enumerate(f, start=1):
+    for line_number, raw_line in enumerate(text_lines.iter_lines(f), start=1):
       try:
         line = raw_line.decode('utf-8-sig' if line_number == 1 else 'utf-8')
       except UnicodeDecodeError as e:

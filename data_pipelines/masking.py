@@ -5,9 +5,11 @@ following the procedure described in the original BERT paper, including
 random replacement and the use of unchanged tokens." Section 3 masks 80 of
 256 tokens (31.3%), more than BERT's 15%.
 
-Each sequence masks min(P, max(1, round(masking_rate * n))) of its n
-candidate tokens (real tokens that are not special), where P is
-`max_predictions_per_seq`. Every chosen token becomes [MASK] with probability
+Each sequence masks min(P, c, max(1, round(masking_rate * n))) of its c
+candidate tokens (real tokens that are not special), where n counts all its
+real tokens, [CLS] and [SEP] included (as BERT's `create_pretraining_data`
+does), and P is `max_predictions_per_seq`: a full 256-token s2 at 80/256
+masks exactly the paper's 80, a shorter s2 proportionally fewer. Every chosen token becomes [MASK] with probability
 0.8, a random non-special token with probability 0.1, and stays unchanged
 with probability 0.1. All shapes are static, so the function runs inside
 `tf.data`, `tf.function` and XLA.
@@ -97,8 +99,8 @@ def mask_tokens(
   is_candidate = tf.logical_and(tf.cast(input_mask, tf.bool),
                                 tf.logical_not(is_special))
   num_candidates = tf.reduce_sum(tf.cast(is_candidate, tf.int32), axis=1)
-  num_to_mask = tf.cast(
-      tf.round(masking_rate * tf.cast(num_candidates, tf.float32)), tf.int32)
+  num_tokens = tf.reduce_sum(tf.cast(input_mask, tf.float32), axis=1)
+  num_to_mask = tf.cast(tf.round(masking_rate * num_tokens), tf.int32)
   num_to_mask = tf.minimum(max_predictions_per_seq, tf.maximum(1, num_to_mask))
   num_to_mask = tf.minimum(num_to_mask, num_candidates)  # [batch]
 

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from data_pipelines import text_lines
 from data_pipelines import tokenization
 from data_pipelines import vocabulary
 from official.core import config_definitions as cfg
@@ -44,12 +45,20 @@ def _label(value, path, number) -> Optional[int]:
                      f"{', '.join(LABELS)} or 0/1/2.")
 
 
-def read_nli(path: str) -> Tuple[List[Tuple[str, str, Optional[int]]], int]:
-  """(premise, hypothesis, label or None) rows of a file; skipped count."""
+def read_nli(path: str, max_rows: Optional[int] = None
+             ) -> Tuple[List[Tuple[str, str, Optional[int]]], int]:
+  """(premise, hypothesis, label or None) rows of a file; skipped count.
+
+  LF, CRLF and CR end lines alike (`text_lines`). `max_rows`: stop after
+  that many rows (a sample)."""
   rows, skipped = [], 0
   try:
-    with open(path, encoding="utf-8") as f:
-      for number, line in enumerate(f, start=1):
+    with open(path, "rb") as f:
+      for number, raw in enumerate(text_lines.iter_lines(f), start=1):
+        try:
+          line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError:
+          raise NliDataError(f"{path}:{number} is not UTF-8 text.") from None
         if not line.strip():
           continue
         if path.endswith((".jsonl", ".json")):
@@ -61,7 +70,7 @@ def read_nli(path: str) -> Tuple[List[Tuple[str, str, Optional[int]]], int]:
           hypothesis = record.get("sentence2", record.get("hypothesis"))
           label = record.get("gold_label", record.get("label"))
         else:
-          columns = line.rstrip("\r\n").split("\t")
+          columns = line.split("\t")
           if len(columns) < 3:
             raise NliDataError(f"{path}:{number} has {len(columns)} column(s);"
                                " expected premise, hypothesis and label.")
@@ -72,19 +81,25 @@ def read_nli(path: str) -> Tuple[List[Tuple[str, str, Optional[int]]], int]:
         label_id = _label(label, path, number)
         skipped += label_id is None
         rows.append((premise, hypothesis, label_id))
+        if max_rows is not None and len(rows) >= max_rows:
+          break
   except FileNotFoundError:
     raise NliDataError(f"NLI file {path} does not exist.") from None
-  except UnicodeDecodeError:
-    raise NliDataError(f"{path} is not UTF-8 text.") from None
   return rows, skipped
 
 
-def read_translations(input_path: str) -> Dict[str, List[tuple]]:
-  """{language: rows} of 'lang=file,...' (or one file, language '')."""
+def translation_files(input_path: str) -> Dict[str, str]:
+  """{language: file} of 'lang=file,...' (or one file, language '')."""
   files = {}
   for part in (p.strip() for p in input_path.split(",") if p.strip()):
     lang, sep, path = part.partition("=")
     files[lang if sep else ""] = path if sep else part
+  return files
+
+
+def read_translations(input_path: str) -> Dict[str, List[tuple]]:
+  """{language: rows} of 'lang=file,...' (or one file, language '')."""
+  files = translation_files(input_path)
   tables = {lang: read_nli(path)[0] for lang, path in files.items()}
   lengths = {lang: len(rows) for lang, rows in tables.items()}
   if len(set(lengths.values())) > 1:

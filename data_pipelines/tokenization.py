@@ -43,11 +43,15 @@ class TokenizationConfig(base_config.Config):
       preprocessors) or "huggingface" (as Hugging Face's BERT tokenizers, for
       models imported from there; see `huggingface_normalize`).
     seq_length: length of every packed sequence, [CLS] and [SEP] included.
+    max_unk_rate: the largest share of [UNK] tokens allowed on a sample of
+      the training data when the other `lower_case` gives far fewer (a
+      vocabulary of the wrong casing; `unk_rate.check`); 1 turns it off.
   """
   vocab_file: str = ''
   lower_case: bool = True
   text_normalization: str = 'tf_text'
   seq_length: int = 64
+  max_unk_rate: float = 0.05
 
   def check(self, owner: str = 'tokenization') -> None:
     """Raises ValueError, one sentence, for an unusable tokenization."""
@@ -62,6 +66,9 @@ class TokenizationConfig(base_config.Config):
     if self.seq_length < 3:
       raise ValueError(f'{owner}.seq_length={self.seq_length} leaves no room '
                        'for a token between [CLS] and [SEP]; use 3 or more.')
+    if not 0 <= self.max_unk_rate <= 1:
+      raise ValueError(f'{owner}.max_unk_rate={self.max_unk_rate} is not a '
+                       'share between 0 and 1.')
 
 
 def build_tokenizer(config: TokenizationConfig,

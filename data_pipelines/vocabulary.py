@@ -55,7 +55,25 @@ def load_vocab(path: str) -> List[str]:
         f'The vocabulary file {path!r} is not UTF-8 text.') from None
   vocab = [line.strip() for line in text.splitlines()]
   check_vocab(vocab, f'The vocabulary file {path!r}')
+  check_unique(vocab, path)
   return vocab
+
+
+def check_unique(vocab: Sequence[str], path: str) -> None:
+  """Raises VocabularyError naming the first token that appears twice.
+
+  A token's id is its line number, so a repeated token has two ids; the
+  tokenizer's lookup table cannot hold both.
+  """
+  first_line = {}
+  for line_number, token in enumerate(vocab, start=1):
+    if token in first_line:
+      shown = repr(token) if token else "'' (an empty line)"
+      raise VocabularyError(
+          f'The vocabulary file {path!r} has the token {shown} twice, on '
+          f'lines {first_line[token]} and {line_number}; each token must '
+          'appear once (its line number is its id).')
+    first_line[token] = line_number
 
 
 def special_token_ids(vocab: Sequence[str]) -> dict:
@@ -64,7 +82,15 @@ def special_token_ids(vocab: Sequence[str]) -> dict:
 
 
 def write_vocab(vocab: Sequence[str], path: str) -> None:
-  """Writes one token per line, atomically (a temporary file, then rename)."""
+  """Writes one token per line, atomically (a temporary file, then rename).
+
+  Tokens holding white space (a learner may keep e.g. 's' + U+00A0 from
+  text that uses no-break spaces) are left out: the tokenizer splits text on
+  white space, so they could never match, and a reader that strips lines
+  would see them as duplicates of the bare token.
+  """
+  vocab = [token for token in vocab
+           if not any(character.isspace() for character in token)]
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
   descriptor, temporary_path = tempfile.mkstemp(

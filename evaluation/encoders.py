@@ -23,6 +23,7 @@ from typing import Callable, Dict, List, Optional, Protocol
 import numpy as np
 import tensorflow as tf
 
+from data_pipelines import unk_rate
 from export import encode as encode_lib
 from export import progress as progress_lib
 from training import run_dir
@@ -107,6 +108,7 @@ def _checkpoint_embedder(model_dir: str, checkpoint: Optional[str]) -> Embedder:
   run = run_dir.load_run(model_dir, checkpoint)
   encoder, tokenizer, checkpoint_path = (run.encoder, run.tokenizer,
                                          run.checkpoint_path)
+  checked = []
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def embed_batch(sentences):
@@ -115,6 +117,12 @@ def _checkpoint_embedder(model_dir: str, checkpoint: Optional[str]) -> Embedder:
                    training=False)["default"]
 
   def embed(sentences):
+    if not checked:  # the run's casing against the first batch: a warning
+      checked.append(True)
+      unk_rate.check(run.params.task.tokenization,
+                     sentences[:unk_rate.SAMPLE_SENTENCES],
+                     "the evaluation data", refuse=False,
+                     owner=f"{model_dir}'s task.tokenization", verbose=False)
     return embed_batch(tf.constant(sentences, tf.string)).numpy()
   embed.checkpoint_path = checkpoint_path
   return embed

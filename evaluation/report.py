@@ -50,6 +50,7 @@ def markdown_table(report: dict) -> str:
            "|---|---|---|---:|---:|---|---:|"]
   for name, result in report["tasks"].items():
     size = next((result[key] for key in ("num_pairs", "num_examples",
+                                         "num_questions",
                                          "num_test", "num_gold",
                                          "num_sentences") if key in result), "")
     lines.append(f"| {name} | {result['paper']} | {result['headline']} | "
@@ -73,6 +74,12 @@ def _details(tasks: Dict[str, dict]) -> List[str]:
               for language, r in result["languages"].items()]
       header = ("| language | xxx→eng | eng→xxx | mean |\n"
                 "|---|---:|---:|---:|")
+    elif "categories" in result:  # analogy
+      rows = [(f"{kind} (all)", r["accuracy"], r["num_questions"])
+              for kind, r in result["kinds"].items()]
+      rows += [(category, r["accuracy"], r["num_questions"])
+               for category, r in result["categories"].items()]
+      header = "| category | accuracy | questions |\n|---|---:|---:|"
     elif "cosine" in result:  # mining
       rows = [("ratio margin", result["f1"], result["precision"],
                result["recall"], result["threshold"]),

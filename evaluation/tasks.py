@@ -11,6 +11,8 @@ import dataclasses
 import os
 from typing import Callable, Dict
 
+from evaluation import analogy
+from evaluation import analogy_readers
 from evaluation import bitext_readers
 from evaluation import language_distribution
 from evaluation import mining
@@ -132,6 +134,25 @@ def _evaluate_split(encoder, data, options):
   return result
 
 
+def _ulr_level(level):
+  def read(path, options):
+    questions = limit(analogy_readers.read_ulr(path, level),
+                      options.max_examples)
+    return {"data": questions, "files": list(questions.paths)}
+  return Task(f"ulr_{level}", "Li et al. 2020 table 2", "accuracy",
+              "analogy/ulr", read,
+              lambda e, d, o: analogy.evaluate_analogies(e, d, o.batch_size))
+
+
+def _read_word_analogy(path, options):
+  """Mikolov's questions-words.txt; without it under --data_dir, the copy
+  gensim ships in its test data when gensim is installed."""
+  if not os.path.exists(path):
+    path = analogy_readers.gensim_questions_words() or path
+  questions = limit(analogy_readers.read_mikolov(path), options.max_examples)
+  return {"data": questions, "files": list(questions.paths)}
+
+
 def _sts_year(year):
   return Task(f"sts{year}", "table 2", "spearman",
               f"sts/STS{year}-en-test", _read_sts_year,
@@ -178,11 +199,17 @@ TASKS: Dict[str, Task] = {task.name: task for task in [
          lambda e, d, o: language_distribution.evaluate_language_distribution(
              e, d, os.path.join(o.report_dir, "language_distribution.png"),
              k=o.langdist_k, batch_size=o.batch_size, title=o.model)),
+    *(_ulr_level(level) for level in analogy_readers.LEVELS),
+    Task("word_analogy", "Mikolov et al. 2013", "accuracy",
+         "analogy/questions-words.txt", _read_word_analogy,
+         lambda e, d, o: analogy.evaluate_analogies(e, d, o.batch_size)),
 ]}
 
 GROUPS = {
     "sts": ["sts12", "sts13", "sts14", "sts15", "sts16", "sts-b", "sick-r"],
     "transfer": ["mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc", "sick-e"],
     "multilingual": ["tatoeba", "mining", "langdist"],
+    "analogy": ["ulr_word", "ulr_phrase", "ulr_sentence", "word_analogy"],
 }
-GROUPS["all"] = GROUPS["sts"] + GROUPS["transfer"] + GROUPS["multilingual"]
+GROUPS["all"] = (GROUPS["sts"] + GROUPS["transfer"] + GROUPS["multilingual"]
+                 + GROUPS["analogy"])

@@ -8,8 +8,11 @@ an undecodable or malformed line is reported the same way:
     entailment_judgment), found 3.
 """
 import gzip
+import math
 import os
 from typing import List, Sequence, Tuple
+
+from data_pipelines import text_lines
 
 Line = Tuple[int, str]  # (1-based line number, text without its line end)
 
@@ -49,7 +52,8 @@ def read_lines(path: str, what: str, latin1_fallback: bool = False,
     skip_header: drop the first line (column names).
 
   Returns:
-    `(line_number, text)` for each line, line ends and a UTF-8 BOM removed.
+    `(line_number, text)` for each line, line ends (LF, CRLF and CR alike:
+    `data_pipelines.text_lines`) and a UTF-8 BOM removed.
   """
   require_file(path, what)
   opener = gzip.open if path.endswith(".gz") else open
@@ -58,15 +62,10 @@ def read_lines(path: str, what: str, latin1_fallback: bool = False,
       data = f.read()
   except (OSError, EOFError) as error:
     raise ValueError(f"{path} cannot be read as {what}: {error}.") from None
-  if data.startswith(b"\xef\xbb\xbf"):
-    data = data[3:]
-  raw_lines = data.split(b"\n")
-  if raw_lines and raw_lines[-1] == b"":
-    raw_lines.pop()  # the final line end
+  if data.startswith(text_lines.UTF8_BOM):
+    data = data[len(text_lines.UTF8_BOM):]
   lines = []
-  for number, raw in enumerate(raw_lines, start=1):
-    if raw.endswith(b"\r"):
-      raw = raw[:-1]
+  for number, raw in enumerate(text_lines.split_lines(data), start=1):
     try:
       text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -105,8 +104,14 @@ def split_fields(path: str, line: Line, names: Sequence[str],
 
 
 def parse_float(path: str, line: Line, field: str, name: str) -> float:
+  """`field` as a finite float, or an error naming the file and line (a gold
+  score of nan or inf would silently turn a correlation into n/a)."""
   try:
-    return float(field)
+    value = float(field)
   except ValueError:
     raise DataFormatError(path, line[0], f"the {name} {field!r} is not a "
                           "number.") from None
+  if not math.isfinite(value):
+    raise DataFormatError(path, line[0], f"the {name} {field!r} is not a "
+                          "finite number.")
+  return value

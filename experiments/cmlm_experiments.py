@@ -6,8 +6,9 @@ by name. Each experiment also exists as YAML in `experiments/configs/`, which
 for people who prefer to read or copy them).
 
 - `cmlm/tiny`: a 2-layer encoder that trains on the embedded corpus on a CPU.
-- `cmlm/en_base`: the English recipe of section 3 — BERT-base, N=15, sequence
-  length 256, 80 masked tokens, global batch 2048, LAMB at 1e-3 (beta1 0.9,
+- `cmlm/en_base`: the English recipe of section 3 — BERT-base, N=15, s1 and
+  s2 consecutive sequences of whole sentences up to 256 tokens, 80 masked
+  tokens in a full s2, global batch 2048, LAMB at 1e-3 (beta1 0.9,
   beta2 0.999), 10k warm-up steps then linear decay over 1M steps.
 - `cmlm/multilingual`, `cmlm/multilingual_cmlm_br`, `cmlm/multilingual_br`:
   section 4's stages (CMLM; CMLM + 0.2 BR; BR alone), chained by
@@ -70,7 +71,8 @@ def cmlm_tiny() -> cfg.ExperimentConfig:
   """A tiny CMLM on the embedded corpus: minutes on 2 CPU cores."""
   seq_length, num_projections = 48, 15
   data = lambda split, training: cmlm_dataloader.CmlmDataConfig(
-      input_path=EMBEDDED_CORPUS, max_predictions_per_seq=16,
+      input_path=EMBEDDED_CORPUS, pair_unit="sequence",
+      max_predictions_per_seq=16,
       masking_rate=80 / 256, global_batch_size=32, is_training=training,
       heldout_percent=5, split=split, seed=None if training else 1)
   train_steps = 2000
@@ -104,8 +106,9 @@ def cmlm_tiny() -> cfg.ExperimentConfig:
 def cmlm_en_base() -> cfg.ExperimentConfig:
   """The English CMLM-base recipe of section 3 (input_path to be given)."""
   seq_length, num_projections = 256, 15
+  # s1 and s2: consecutive sequences of whole sentences, 256 tokens at most.
   data = lambda training: cmlm_dataloader.CmlmDataConfig(
-      max_predictions_per_seq=80, masking_rate=80 / 256,
+      pair_unit="sequence", max_predictions_per_seq=80, masking_rate=80 / 256,
       global_batch_size=2048, is_training=training)
   train_steps = 1_000_000
   return cfg.ExperimentConfig(

@@ -20,7 +20,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
+from data_pipelines import text_lines
 from export import progress as progress_lib
+from export import publish
 from export import serving
 
 Embedder = Callable[[List[str]], np.ndarray]
@@ -71,6 +73,9 @@ def load_embedder(model: str) -> Embedder:
                      "or a TF Serving base path.")
   if not tf.io.gfile.isdir(model):
     raise FileNotFoundError(f"--model={model} is not a directory.")
+  # An export of ours: its published version, resolved once, so that the
+  # encoder and the preprocessor are of the same export (export/publish.py).
+  model = publish.resolve(model)
   if all(_is_saved_model(os.path.join(model, name))
          for name in ("encoder", "preprocessor")):
     return _pair_embedder(model)
@@ -89,25 +94,26 @@ def load_embedder(model: str) -> Embedder:
 
 
 def read_sentences(path: str) -> List[str]:
-  """The lines of a UTF-8 text file, without their line ends."""
+  """The lines of a UTF-8 text file, without their line ends (LF, CRLF and
+  CR alike: `data_pipelines.text_lines`)."""
   if not path:
     raise ValueError("--input is required: a text file, one sentence a line.")
   if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
     raise FileNotFoundError(f"--input={path} is not a file.")
   with tf.io.gfile.GFile(path, "rb") as f:
     data = f.read()
-  try:
-    text = data.decode("utf-8")
-  except UnicodeDecodeError as error:
-    line = data[:error.start].count(b"\n") + 1
-    raise ValueError(
-        f"--input={path} is not UTF-8 text (line {line}).") from None
-  sentences = text.split("\n")
-  if sentences and sentences[-1] == "":
-    sentences.pop()  # the final line end
+  if data.startswith(text_lines.UTF8_BOM):
+    data = data[len(text_lines.UTF8_BOM):]
+  sentences = []
+  for number, raw in enumerate(text_lines.split_lines(data), start=1):
+    try:
+      sentences.append(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+      raise ValueError(
+          f"--input={path} is not UTF-8 text (line {number}).") from None
   if not sentences:
     raise ValueError(f"--input={path} is empty; give one sentence a line.")
-  return [s[:-1] if s.endswith("\r") else s for s in sentences]
+  return sentences
 
 
 def embed_in_batches(embed: Embedder, sentences: List[str], batch_size: int,

@@ -11,14 +11,16 @@ writes
 from the latest checkpoint of `--model_dir` (or `--checkpoint=.../ckpt-N`);
 the version is the checkpoint's step unless `--version` says otherwise. The
 checkpoint is read and every model built before anything is written; the
-three directories are then written to temporary directories and renamed into
-place together (`training.atomic`), and none replaces an existing one without
-`--overwrite`. Exporting a later checkpoint into the same `--export_dir` with
-`--overwrite` replaces encoder/ and preprocessor/ and adds its serving
+three SavedModels are then written together into one temporary directory,
+renamed into `versions/<name>/` when complete, and published as a whole by
+switching the `current` symlink (`export.publish`, which describes the
+layout: `encoder`, `preprocessor` and `serving/<version>` are symlinks into
+the published version). None replaces an existing one without
+`--overwrite`. Exporting a later checkpoint into the same `--export_dir`
+with `--overwrite` replaces encoder/ and preprocessor/ and adds its serving
 version beside the older ones, which TF Serving keeps or retires by its own
-version policy.
+version policy; a reader never sees a mix of two exports nor a missing part.
 """
-import contextlib
 import dataclasses
 import os
 from typing import Optional
@@ -28,6 +30,7 @@ import tensorflow as tf
 
 from export import encoder as encoder_lib
 from export import preprocessor as preprocessor_lib
+from export import publish
 from export import serving
 from modeling import principal_component_removal as pcr
 from training import atomic
@@ -48,6 +51,7 @@ class ExportResult:
   serving_dir: str  # <export_dir>/serving/<version>
   checkpoint_path: str
   step: int
+  version_dir: str = ""  # <export_dir>/versions/<name>: the three, whole
 
 
 def export_run(model_dir: str, export_dir: str,
@@ -114,18 +118,20 @@ def export_run(model_dir: str, export_dir: str,
   components = None
   if os.path.exists(os.path.join(model_dir, pcr.FILE_NAME)):
     components = pcr.LanguageComponents.load(model_dir)
-  with contextlib.ExitStack() as stack:
-    # Each temporary directory is renamed into place when the stack closes,
-    # i.e. only after all three were written.
-    encoder_tmp, preprocessor_tmp, serving_tmp = (
-        stack.enter_context(atomic.atomic_directory(target, overwrite))
-        for target in targets)
-    encoder_lib.export_encoder(encoder_model, encoder_tmp,
+  def write(directory):
+    # All three go into one temporary directory, published only when whole.
+    encoder_lib.export_encoder(encoder_model,
+                               os.path.join(directory, "encoder"),
                                tokenization.vocab_file,
                                tokenization.lower_case)
-    preprocessor_lib.save_preprocessor(preprocessor, preprocessor_tmp)
-    serving.export_text_embedding(serving_tmp, preprocessor, serving_encoder,
-                                  normalize, components)
+    preprocessor_lib.save_preprocessor(
+        preprocessor, os.path.join(directory, "preprocessor"))
+    serving.export_text_embedding(os.path.join(directory, "serving"),
+                                  preprocessor, serving_encoder, normalize,
+                                  components)
+  result.version_dir = publish.publish_export(
+      export_dir, version, overwrite, write,
+      publish.new_info(checkpoint_path, step), targets)
   return result
 
 
@@ -146,8 +152,8 @@ def export_and_reload(model_dir: str, in_memory_encoder, sentences,
   result = export_run(model_dir, export_dir, overwrite=True)
   tokenizer = run_dir.build_tokenizer(run_dir.load_params(model_dir))
   batch = tf.constant(list(sentences))
-  preprocess = hub.KerasLayer(result.preprocessor_dir)
-  encode = hub.KerasLayer(result.encoder_dir)
+  preprocess = hub.KerasLayer(os.path.join(result.version_dir, "preprocessor"))
+  encode = hub.KerasLayer(os.path.join(result.version_dir, "encoder"))
   reloaded = encode(preprocess(batch))["default"]
   expected = in_memory_encoder(tokenizer.tokenize_and_pack(batch),
                                training=False)["default"]

@@ -148,6 +148,25 @@ def conditional_mlm_outputs(encoder: SentenceEncoder,
               projections=projections)
 
 
+def unconditioned_mlm_outputs(encoder: SentenceEncoder,
+                              head: ConditionalMlmHead, features,
+                              training=None):
+  """Plain MLM over the same encoder and head: s2 alone, no s1, no P(v).
+
+  The baseline CMLM is compared with (section 3.2's MLM / "BERT (CC)"): the
+  conditioning removed, everything else equal. Returns `mlm_logits`.
+  """
+  if head.skip:
+    raise ValueError("The skip head (table 7) reads the projections of s1; "
+                     "it cannot run without the conditioning.")
+  s2_outputs = encoder.transformer(
+      dict(input_word_ids=features["s2_input_word_ids"],
+           input_mask=features["s2_input_mask"],
+           input_type_ids=features["s2_input_type_ids"]), training=training)
+  return dict(mlm_logits=head(s2_outputs["sequence_output"],
+                              features["masked_lm_positions"], None))
+
+
 @tf_keras.utils.register_keras_serializable(package="cmlm")
 class ConditionalMaskedLM(tf_keras.Model):
   """Sentence encoder + CMLM head as one Keras model (section 2).

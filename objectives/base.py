@@ -28,6 +28,7 @@ import tensorflow as tf
 import tf_keras
 
 from data_pipelines.tokenization import TokenizationConfig
+from modeling import losses
 from modeling.model_builder import SentenceEncoderConfig
 from modeling.sentence_encoder import SentenceEncoder
 from official.core import config_definitions as cfg
@@ -106,6 +107,14 @@ class Objective:
     """Batches of this objective's features (un-prefixed dict)."""
     raise NotImplementedError
 
+  def text_sample(self, data_config: cfg.DataConfig,
+                  max_sentences: int) -> List[str]:
+    """Up to `max_sentences` sentences of `data_config`'s text, read cheaply
+    (the first ones), for the tokenizer check before training
+    (`data_pipelines.unk_rate`); [] when there is no text to sample."""
+    del data_config, max_sentences
+    return []
+
   # Model.
   def build_head(self, encoder: SentenceEncoder
                  ) -> Optional[tf_keras.layers.Layer]:
@@ -145,10 +154,40 @@ class Objective:
     del batch_size
     return None
 
+  # When a run starts fresh, after `task.init_checkpoint` is restored.
+  def after_initialize(self, encoder: SentenceEncoder, head, state) -> None:
+    """Runs once when training starts without a checkpoint of its own, after
+    the task restored `task.init_checkpoint` (if any): e.g. copies the
+    starting encoder into frozen state. Not run when a run resumes."""
+    del encoder, head, state
+
   # After each optimizer update.
   def after_update(self, encoder: SentenceEncoder, head, state) -> None:
     """Runs right after a finite optimizer update (replica context)."""
     del encoder, head, state
+
+
+def global_batch_sum(value):
+  """Sums `value` over all replicas; returns (sum, number of replicas)."""
+  context = tf.distribute.get_replica_context()
+  if context is None:  # cross-replica context: this batch is the whole batch
+    return value, 1
+  return (context.all_reduce(tf.distribute.ReduceOp.SUM, value),
+          context.num_replicas_in_sync)
+
+
+def global_masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights):
+  """`losses.conditional_mlm_loss` normalised by the masked-token count of
+  the GLOBAL batch, so replicas add up to exactly the loss (and gradient) one
+  device would compute on the whole batch.
+
+  Model Garden's step divides each replica's loss by the replica count and
+  sums gradients, so each replica reports num_replicas times its share.
+  """
+  weights = tf.cast(masked_lm_weights, tf.float32)
+  global_weight, num_replicas = global_batch_sum(tf.reduce_sum(weights))
+  return losses.conditional_mlm_loss(masked_lm_ids, mlm_logits, weights,
+                                     normalizer=global_weight / num_replicas)
 
 
 def register_objective(kind: str) -> Callable[[type], type]:

@@ -10,7 +10,9 @@ import dataclasses
 import tensorflow as tf
 import tf_keras
 
+from data_pipelines import bitext
 from data_pipelines import bitext_dataloader
+from data_pipelines import unk_rate
 from modeling import bitext_loss
 from modeling.nli_head import sentence_pair_embeddings
 from objectives import base
@@ -42,6 +44,11 @@ class BitextRetrievalObjective(base.Objective):
   def build_inputs(self, data_config, input_context=None):
     return bitext_dataloader.build_bitext_dataset(
         data_config, self.tokenization, input_context)
+
+  def text_sample(self, data_config, max_sentences):
+    return unk_rate.sides(bitext.iter_bitext(
+        data_config.input_path, data_config.source_column,
+        data_config.target_column, data_config.header), max_sentences)
 
   def call(self, encoder, head, state, features, training=None):
     del head, state

@@ -5,9 +5,10 @@ masked s2 encoder inputs, `masked_lm_positions/ids/weights`. Forward:
 `modeling.conditional_mlm.conditional_mlm_outputs` (s1 -> v -> P(v) appended
 to s2's embeddings, same encoder). Head: `ConditionalMlmHead` (MLM head tied
 to the word embeddings; table 7's "skip" as an option). Loss:
-`modeling.losses.conditional_mlm_loss`, normalised by the masked-token count
-of the *global* batch, so replicas add up to exactly the loss (and gradient)
-one device would compute on the whole batch.
+`base.global_masked_lm_loss`: `modeling.losses.conditional_mlm_loss`
+normalised by the masked-token count of the *global* batch, so replicas add
+up to exactly the loss (and gradient) one device would compute on the whole
+batch.
 """
 import dataclasses
 
@@ -15,19 +16,11 @@ import tensorflow as tf
 import tf_keras
 
 from data_pipelines import cmlm_dataloader
-from modeling import losses
+from data_pipelines import unk_rate
 from modeling import model_builder
 from modeling.conditional_mlm import conditional_mlm_outputs
+from modeling.conditional_mlm import unconditioned_mlm_outputs
 from objectives import base
-
-
-def global_batch_sum(value):
-  """Sums `value` over all replicas; returns (sum, number of replicas)."""
-  context = tf.distribute.get_replica_context()
-  if context is None:  # cross-replica context: this batch is the whole batch
-    return value, 1
-  return (context.all_reduce(tf.distribute.ReduceOp.SUM, value),
-          context.num_replicas_in_sync)
 
 
 @dataclasses.dataclass
@@ -36,6 +29,9 @@ class CmlmObjectiveConfig(base.ObjectiveConfig):
 
   Attributes:
     skip: the "skip" architecture of table 7.
+    condition: false removes the conditioning: plain MLM of s2 with the same
+      encoder and head (`unconditioned_mlm_outputs`), the baseline of
+      `experiments/cmlm_vs_mlm.py`; s1 is not read.
     mlm_activation: activation of the MLM head's transform layer.
     mlm_initializer_range: stddev of the MLM head's initializer.
   """
@@ -45,6 +41,7 @@ class CmlmObjectiveConfig(base.ObjectiveConfig):
   validation_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
       default_factory=cmlm_dataloader.CmlmDataConfig)
   skip: bool = False
+  condition: bool = True
   mlm_activation: str = "gelu"
   mlm_initializer_range: float = 0.02
 
@@ -56,6 +53,9 @@ class CmlmObjective(base.Objective):
 
   def check_data(self, data_config):
     cmlm_dataloader.validate_config(data_config, self.tokenization)
+    if self.config.skip and not self.config.condition:
+      raise ValueError("skip=true reads the projections of s1; it needs "
+                       "condition=true.")
 
   def build_inputs(self, data_config, input_context=None):
     loader = cmlm_dataloader.CmlmDataLoader(data_config, self.tokenization)
@@ -65,9 +65,17 @@ class CmlmObjective(base.Objective):
       # (single-sentence documents are skipped and counted, not an error).
       role = "training" if data_config.is_training else "validation"
       source = data_config.input_path or data_config.tfds_name
-      print(f"CMLM {role} data ({source}, split {data_config.split!r}): "
-            f"{loader.corpus_stats}", flush=True)
+      print(f"CMLM {role} data ({source}, split {data_config.split!r}, "
+            f"{data_config.pair_unit} pairs): {loader.corpus_stats}",
+            flush=True)
     return dataset
+
+  def text_sample(self, data_config, max_sentences):
+    if not data_config.input_path:
+      return []  # a TFDS source: not read before training
+    return unk_rate.sample_corpus(
+        data_config.input_path, max_sentences, data_config.split,
+        data_config.heldout_percent, data_config.skip_invalid_lines)
 
   def build_head(self, encoder):
     return model_builder.build_cmlm_head(
@@ -77,16 +85,15 @@ class CmlmObjective(base.Objective):
 
   def call(self, encoder, head, state, features, training=None):
     del state
+    if not self.config.condition:
+      return unconditioned_mlm_outputs(encoder, head, features,
+                                       training=training)
     return conditional_mlm_outputs(encoder, head, features, training=training)
 
   def compute_loss(self, features, outputs):
-    weights = tf.cast(features["masked_lm_weights"], tf.float32)
-    global_weight, num_replicas = global_batch_sum(tf.reduce_sum(weights))
-    # Model Garden's step divides each replica's loss by the replica count
-    # and sums gradients, so each replica reports num_replicas times its share.
-    return losses.conditional_mlm_loss(
-        features["masked_lm_ids"], outputs["mlm_logits"], weights,
-        normalizer=global_weight / num_replicas)
+    return base.global_masked_lm_loss(features["masked_lm_ids"],
+                                      outputs["mlm_logits"],
+                                      features["masked_lm_weights"])
 
   def build_metrics(self):
     return [tf_keras.metrics.SparseCategoricalAccuracy(

@@ -11,6 +11,7 @@ import tensorflow as tf
 import tf_keras
 
 from data_pipelines import nli_data
+from data_pipelines import unk_rate
 from modeling import losses
 from modeling.nli_head import NliHead
 from modeling.nli_head import sentence_pair_embeddings
@@ -38,6 +39,16 @@ class NliObjective(base.Objective):
   def build_inputs(self, data_config, input_context=None):
     return nli_data.NliDataLoader(data_config,
                                   self.tokenization).load(input_context)
+
+  def text_sample(self, data_config, max_sentences):
+    # The premises and hypotheses of each translation's first rows.
+    sentences = []
+    files = nli_data.translation_files(data_config.input_path)
+    per_file = max(1, max_sentences // (2 * len(files)))
+    for path in files.values():
+      rows, _ = nli_data.read_nli(path, max_rows=per_file)
+      sentences.extend(unk_rate.sides(rows, 2 * per_file))
+    return sentences
 
   def build_head(self, encoder):
     return NliHead(self.config.num_classes,

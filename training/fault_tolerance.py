@@ -11,10 +11,15 @@
   complete checkpoint; `repair_checkpoint_state` removes what such a crash
   leaves behind and, should the state file itself be unreadable or name a
   checkpoint whose files are gone, points it at the newest complete one.
+- A save that fails because the disk is full (`guard_disk_full_saves`)
+  removes its temporary files at once (a `ckpt-N_temp/` can be as large as
+  a checkpoint) and ends the run with `CheckpointSaveError`; the previous
+  checkpoint stays the latest, and the same command resumes from it.
 - `DeferredUpdate` and `all_replicas_finite`: the non-finite guard of
   `CmlmTrainer` (a non-finite loss or gradient stops training, or its batch
   is skipped).
 """
+import errno
 import os
 import re
 import shutil
@@ -51,6 +56,49 @@ class NonFiniteTrainingError(FloatingPointError):
         "after it, so the latest checkpoint is the last good one. Set "
         "task.skip_non_finite_batches=true to skip such batches instead.")
     self.step = step
+
+
+class CheckpointSaveError(OSError):
+  """A checkpoint could not be written (the disk is full); its temporary
+  files were removed and the previous checkpoint is still the latest."""
+
+  def __init__(self, model_dir: str, latest: str, reason: str):
+    resume = (f"resumes from {os.path.basename(latest)}" if latest
+              else "starts over")
+    super().__init__(
+        f"Saving a checkpoint in {model_dir} failed: the disk is full "
+        f"({reason}); its temporary files were removed. Free some space and "
+        f"run the same command: it {resume}.")
+
+
+def _is_disk_full(error: BaseException) -> bool:
+  if isinstance(error, tf.errors.ResourceExhaustedError):
+    return True  # TensorFlow's file systems report ENOSPC so
+  return isinstance(error, OSError) and error.errno in (errno.ENOSPC,
+                                                        errno.EDQUOT)
+
+
+def guard_disk_full_saves(manager: tf.train.CheckpointManager
+                          ) -> tf.train.CheckpointManager:
+  """Makes a disk-full `manager.save` remove what it half wrote and raise
+  `CheckpointSaveError` (one clear line) instead of TensorFlow's error."""
+  save = manager.save
+
+  def guarded_save(*args, **kwargs):
+    try:
+      return save(*args, **kwargs)
+    except (tf.errors.ResourceExhaustedError, OSError) as error:
+      if not _is_disk_full(error):
+        raise
+      remove_save_leftovers(manager.directory)
+      _remove_incomplete_checkpoints(manager.directory)
+      reason = (str(getattr(error, "message", "") or error).strip()
+                .splitlines() or ["no space left"])[0]
+      raise CheckpointSaveError(manager.directory, manager.latest_checkpoint,
+                                reason) from None
+
+  manager.save = guarded_save
+  return manager
 
 
 class TerminationSignal:
@@ -139,15 +187,8 @@ def _checkpoints_on_disk(model_dir: str):
   return [p for p in prefixes if checkpoint_is_complete(p)]
 
 
-def repair_checkpoint_state(model_dir: str) -> None:
-  """Leaves `model_dir` ready to resume after a crash at any point.
-
-  Removes the temporary files of an interrupted save; if the `checkpoint`
-  state file cannot be read or its latest checkpoint is incomplete, rewrites
-  it (atomically) to name the newest complete checkpoint on disk.
-  """
-  if not tf.io.gfile.isdir(model_dir):
-    return
+def remove_save_leftovers(model_dir: str) -> None:
+  """Removes the temporary files of an interrupted or failed save."""
   for name in tf.io.gfile.listdir(model_dir):
     if _SAVE_LEFTOVERS.fullmatch(name.rstrip("/")):
       path = os.path.join(model_dir, name.rstrip("/"))
@@ -157,6 +198,35 @@ def repair_checkpoint_state(model_dir: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
       else:
         tf.io.gfile.remove(path)
+
+
+def _remove_incomplete_checkpoints(model_dir: str) -> None:
+  """Removes the files of every `ckpt-N` that lacks its index or a shard
+  (a save that failed after its shards were moved into place)."""
+  names = tf.io.gfile.listdir(model_dir)
+  numbers = {m.group(1) for m in (re.match(r"ckpt-(\d+)\.(index|data-)", n)
+                                  for n in names) if m}
+  for number in numbers:
+    prefix = os.path.join(model_dir, f"ckpt-{number}")
+    if checkpoint_is_complete(prefix):
+      continue
+    for name in names:
+      if name.startswith(f"ckpt-{number}."):
+        logging.warning("Removing %s, of a checkpoint whose save failed.",
+                        name)
+        tf.io.gfile.remove(os.path.join(model_dir, name))
+
+
+def repair_checkpoint_state(model_dir: str) -> None:
+  """Leaves `model_dir` ready to resume after a crash at any point.
+
+  Removes the temporary files of an interrupted save; if the `checkpoint`
+  state file cannot be read or its latest checkpoint is incomplete, rewrites
+  it (atomically) to name the newest complete checkpoint on disk.
+  """
+  if not tf.io.gfile.isdir(model_dir):
+    return
+  remove_save_leftovers(model_dir)
   try:
     state = tf.train.get_checkpoint_state(model_dir)
   except Exception as error:  # pylint: disable=broad-except

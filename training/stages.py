@@ -17,6 +17,7 @@ The paper's schedules of section 4.2 are registered in
     - {objectives: {cmlm: 1.0}, train_steps: 1500000}
     - {objectives: {cmlm: 1.0, bitext_retrieval: 0.2}, train_steps: 1000000}
 """
+import contextlib
 import dataclasses
 import os
 from typing import Dict, Optional, Sequence, Tuple
@@ -28,6 +29,7 @@ from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import hyperparams
 from official.modeling.hyperparams import base_config
+from training import run_lock
 from training import train
 
 _SCHEDULES: Dict[str, "ScheduleConfig"] = {}
@@ -148,16 +150,21 @@ def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
     if stage.train_steps < 1:
       raise ValueError(f"Stage {index} of {schedule} has train_steps="
                        f"{stage.train_steps}; give 1 or more.")
-  previous = ""
-  for index, stage in enumerate(stages, start=1):
-    stage_dir = os.path.join(model_dir, f"stage{index}")
-    params = stage_params(config.experiment, stage, previous, config_files,
-                          params_override, tpu)
-    objectives = ", ".join(f"{name} x{weight:g}" for name, weight in
-                           stage.objectives.as_dict().items())
-    print(f"== {schedule} stage {index}: {objectives}, {stage.train_steps} "
-          f"steps, in {stage_dir}" + (f", from {previous}" if previous else ""),
-          flush=True)
-    train.run(params, stage_dir, mode="train")
-    previous = stage_dir
+  # One `stages` per directory (the chief's; each stage's own directory is
+  # locked again by `train.run`).
+  lock = (run_lock.hold(model_dir) if run_lock.is_chief_from_tf_config()
+          else contextlib.nullcontext())
+  with lock:
+    previous = ""
+    for index, stage in enumerate(stages, start=1):
+      stage_dir = os.path.join(model_dir, f"stage{index}")
+      params = stage_params(config.experiment, stage, previous, config_files,
+                            params_override, tpu)
+      objectives = ", ".join(f"{name} x{weight:g}" for name, weight in
+                             stage.objectives.as_dict().items())
+      print(f"== {schedule} stage {index}: {objectives}, {stage.train_steps} "
+            f"steps, in {stage_dir}" +
+            (f", from {previous}" if previous else ""), flush=True)
+      train.run(params, stage_dir, mode="train")
+      previous = stage_dir
   return previous

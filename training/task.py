@@ -239,16 +239,20 @@ class SentenceEncoderTask(base_task.Task):
 
   def initialize(self, model: SentenceEncoderModel):
     """Starts from `task.init_checkpoint`: its encoder, and each head or
-    state of ours that it also holds (by checkpoint item name)."""
+    state of ours that it also holds (by checkpoint item name); then each
+    objective's `after_initialize` hook. Runs only when a run starts fresh."""
     path = self.task_config.init_checkpoint
-    if not path:
-      return
-    if tf.io.gfile.isdir(path):
-      path = tf.train.latest_checkpoint(path)
-    if not path:
-      raise ValueError(f"task.init_checkpoint={self.task_config.init_checkpoint}"
-                       " holds no checkpoint.")
-    restore_items(model, path, required=("encoder",))
+    if path:
+      if tf.io.gfile.isdir(path):
+        path = tf.train.latest_checkpoint(path)
+      if not path:
+        raise ValueError("task.init_checkpoint="
+                         f"{self.task_config.init_checkpoint} holds no "
+                         "checkpoint.")
+      restore_items(model, path, required=("encoder",))
+    for name, objective in model.objectives.items():
+      objective.after_initialize(model.encoder, model.heads.get(name),
+                                 model.states.get(name))
 
 
 def checkpoint_item_names(checkpoint_path: str) -> set:

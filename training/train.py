@@ -36,8 +36,11 @@ from official.core import train_lib
 from official.core import train_utils
 from official.modeling import hyperparams
 from official.modeling import performance
+from data_pipelines import unk_rate
 from training import fault_tolerance
 from training import run_dir
+from training import run_lock
+from training import task as task_lib
 from training.trainer import CmlmTrainer
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -146,7 +149,7 @@ def adopt_init_checkpoint_encoder(params) -> None:
 
   When `task.init_checkpoint` is a run of ours (params.yaml beside it), its
   `task.model` replaces the experiment's (the encoder must be that run's to
-  be restored), and an unset `task.tokenization.vocab_file` takes that run's
+  be restored; its dropout rates stay the experiment's), and an unset `task.tokenization.vocab_file` takes that run's
   vocabulary, casing and text normalization (the sequence length stays the
   experiment's). NLI fine-tuning (cmlm/xnli) thus needs only the run and the
   data.
@@ -163,8 +166,13 @@ def adopt_init_checkpoint_encoder(params) -> None:
   if task.model.as_dict() == source.model.as_dict() and (
       task.tokenization.vocab_file):
     return
+  # Dropout rates are a training choice, not part of the weights: they stay
+  # the experiment's (SimCSE's dropout-off check sets them to 0).
+  dropout = {key: getattr(task.model.encoder, key)
+             for key in ("dropout_rate", "attention_dropout_rate")}
   task.model.override(source.model.as_dict(), is_strict=True)
-  taken = "task.model"
+  task.model.encoder.override(dropout, is_strict=True)
+  taken = "task.model (but its dropout rates)"
   if not task.tokenization.vocab_file:
     task.tokenization.override(
         {key: getattr(source.tokenization, key) for key in
@@ -172,6 +180,19 @@ def adopt_init_checkpoint_encoder(params) -> None:
     taken += " and the vocabulary"
   print(f"{taken} taken from {source_dir}, the run task.init_checkpoint "
         "starts from.", flush=True)
+
+
+def check_training_text(task_config) -> None:
+  """Tokenizes a sample of each objective's training text with the run's
+  tokenization and prints its [UNK] rate; refuses a vocabulary of the wrong
+  casing (`data_pipelines.unk_rate.check`)."""
+  for name, objective in task_lib.build_objectives(task_config).items():
+    data = objective.config.train_data
+    sentences = objective.text_sample(data, unk_rate.SAMPLE_SENTENCES)
+    source = f"{name}'s training data"
+    if getattr(data, "input_path", ""):
+      source += f" ({data.input_path})"
+    unk_rate.check(task_config.tokenization, sentences, source)
 
 
 def make_strategy(params):
@@ -215,7 +236,8 @@ class _ExperimentRunner(train_lib.OrbitExperimentRunner):
   def _maybe_build_checkpoint_manager(self):
     if self.strategy.extended.should_checkpoint:
       fault_tolerance.repair_checkpoint_state(self.model_dir)
-      return super()._maybe_build_checkpoint_manager()
+      return fault_tolerance.guard_disk_full_saves(
+          super()._maybe_build_checkpoint_manager())
     return _WorkerCheckpointManager(
         self.trainer.checkpoint, restore_dir=self.model_dir,
         step_counter=self.trainer.global_step,
@@ -262,10 +284,18 @@ def run(params, model_dir: str, mode: str = "train",
         strategy=None) -> TrainResult:
   """Trains (and/or evaluates) `params` in `model_dir`.
 
+  Training takes `model_dir`'s lock (`run_lock`; the chief only) before
+  writing anything, and checks the tokenization against a sample of the
+  training text (`check_training_text`).
+
   Raises:
+    run_lock.RunDirectoryInUse: another process trains in `model_dir`.
+    ValueError: the vocabulary's casing does not fit the training text.
     fault_tolerance.TrainingPreempted: SIGTERM came; a checkpoint was saved.
     fault_tolerance.NonFiniteTrainingError: a step's loss or gradient was not
       finite (unless `task.skip_non_finite_batches`).
+    fault_tolerance.CheckpointSaveError: the disk was full during a save;
+      its temporary files were removed.
   """
   if not model_dir:
     raise ValueError("--model_dir is required: checkpoints and summaries go "
@@ -276,9 +306,15 @@ def run(params, model_dir: str, mode: str = "train",
   # checkpoints (which keep the process running after the save).
   runner_params = copy.deepcopy(params)
   runner_params.trainer.preemption_on_demand_checkpoint = False
-  with mixed_precision(params.runtime.mixed_precision_dtype):
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(mixed_precision(params.runtime.mixed_precision_dtype))
     strategy = strategy or make_strategy(params)
     chief = strategy.extended.should_checkpoint
+    if chief and "train" in mode:
+      # One writer per run directory, before anything is written there.
+      stack.enter_context(run_lock.hold(model_dir))
+    if "train" in mode:
+      check_training_text(task_config)
     with strategy.scope():
       task = task_factory.get_task(task_config, logging_dir=model_dir)
       trainer = train_utils.create_trainer(

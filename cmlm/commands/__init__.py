@@ -9,6 +9,7 @@ COMMANDS = {
     "train": "train",
     "demo": "demo",
     "vocab": "vocab",
+    "ngrams": "ngrams",
     "stages": "stages",
     "pcr": "pcr",
     "export": "export",

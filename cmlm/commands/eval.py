@@ -21,8 +21,10 @@ flags.DEFINE_string("checkpoint", None, "With a training --model: a "
                     "the latest).", flag_values=FLAGS)
 flags.DEFINE_string("tasks", None, "Comma-separated tasks (sts12..sts16, "
                     "sts-b, sick-r, mr, cr, subj, mpqa, sst2, trec, mrpc, "
-                    "sick-e, tatoeba, mining, langdist) or groups (sts, "
-                    "transfer, multilingual, all).", flag_values=FLAGS)
+                    "sick-e, tatoeba, mining, langdist, ulr_word, "
+                    "ulr_phrase, ulr_sentence, word_analogy) or groups (sts, "
+                    "transfer, multilingual, analogy, all).",
+                    flag_values=FLAGS)
 flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
                      flag_values=FLAGS)
 flags.DEFINE_string("data_dir", None, "Root of the benchmark files in "

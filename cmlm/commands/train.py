@@ -7,7 +7,9 @@ r"""Train an experiment: Model Garden's train_lib + orbit (training/train.py).
 Model Garden's flags, as Model Garden defines them, plus --strategy.
 Checkpoints and TensorBoard summaries go to --model_dir; the same command
 again resumes from its latest checkpoint. SIGTERM saves a checkpoint and
-exits with status 143; a non-finite loss stops with status 1.
+exits with status 143; a non-finite loss stops with status 1; a second
+process on the same --model_dir, or a full disk during a save, stops with
+one line and status 2.
 """
 import sys
 
@@ -45,4 +47,7 @@ def main(argv) -> None:
   except fault_tolerance.NonFiniteTrainingError as error:
     print(f"cmlm train: error: {error}", file=sys.stderr, flush=True)
     sys.exit(1)
+  except fault_tolerance.CheckpointSaveError as error:
+    print(f"cmlm train: error: {error}", file=sys.stderr, flush=True)
+    sys.exit(2)
   print(f"Checkpoints and TensorBoard summaries are in {FLAGS.model_dir}")

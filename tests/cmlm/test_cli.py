@@ -28,6 +28,8 @@ FLAGS_OF = {
     "demo": {"model_dir", "train_steps"},
     "vocab": {"input", "output", "vocab_size", "lower_case",
               "smoothing_exponent"},
+    "ngrams": {"input", "output", "max_ngram_length", "min_count", "top_k",
+               "formula", "document_unit", "keep_unmarked", "overwrite"},
     "pcr": {"model_dir", "input", "sample_size", "checkpoint"},
     "export": {"model_dir", "export_dir", "checkpoint", "version",
                "overwrite", "normalize", "export_mlm"},

@@ -34,7 +34,7 @@ def config(tmp_path, **overrides):
   values = dict(vocab_file=helpers.write_tiny_vocab(tmp_path),
                 seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS,
                 global_batch_size=8, is_training=False, drop_remainder=False,
-                swap_order_probability=0.0)
+                swap_order_probability=0.0, pair_unit='sentence')
   if 'input_path' not in overrides and 'tfds_name' not in overrides:
     values['input_path'] = helpers.write_numbered_corpus(tmp_path / 'c', 30)
   values.update(overrides)
@@ -51,7 +51,7 @@ def test_embedded_corpus_gives_documented_keys_dtypes_and_static_shapes():
       input_path=embedded_corpus.CORPUS_EN,
       vocab_file=embedded_corpus.VOCAB_EN_UNCASED, seq_length=64,
       max_predictions_per_seq=20, global_batch_size=4, is_training=True,
-      heldout_percent=5, split='train', seed=1))
+      heldout_percent=5, split='train', seed=1, pair_unit='sentence'))
   loader = cmlm_dataloader.CmlmDataLoader(*params)
   dataset = loader.load()
   int32, float32 = tf.int32, tf.float32

@@ -36,8 +36,9 @@ def test_masked_count_is_exact_and_unused_slots_are_zero():
   word_ids, input_mask = packed_batch(64, 24)
   _, positions, lm_ids, weights = mask(word_ids, input_mask, predictions=8)
   candidates = ((input_mask == 1) & ~np.isin(word_ids, SPECIALS)).sum(1)
+  # The rate counts every real token, [CLS] and [SEP] too (as BERT).
   expected = np.minimum(np.minimum(8, np.maximum(1, np.round(
-      0.3125 * candidates))), candidates)
+      0.3125 * input_mask.sum(1)))), candidates)
   np.testing.assert_array_equal(weights.sum(1), expected)
   for row, count in enumerate(expected.astype(int)):
     assert np.all(weights[row, :count] == 1) and np.all(weights[row, count:] == 0)
@@ -97,8 +98,21 @@ def test_counts_round_and_cap():
                        [CLS] + [8] * 14 + [SEP]], np.int32)
   _, _, _, weights = mask(word_ids, (word_ids != PAD).astype(np.int32),
                           predictions=4, rate=0.3125)
-  # round(3.125) = 3; max(1, round(0.3)) = 1; no candidates; min(4, 4).
-  np.testing.assert_array_equal(weights.sum(1), [3, 1, 0, 4])
+  # 12 tokens: round(3.75) = 4; 3: max(1, round(0.94)) = 1; no candidates;
+  # 16 tokens: min(4, round(5)) = 4.
+  np.testing.assert_array_equal(weights.sum(1), [4, 1, 0, 4])
+
+
+@pytest.mark.parametrize('num_tokens,expected', [(256, 80), (128, 40),
+                                                 (26, 8)])
+def test_full_256_token_s2_masks_the_papers_80(num_tokens, expected):
+  """Section 3: 80 of 256 tokens; a shorter s2 proportionally fewer."""
+  word_ids = np.zeros([1, 256], np.int32)
+  word_ids[0, 1:num_tokens - 1] = 7
+  word_ids[0, [0, num_tokens - 1]] = CLS, SEP
+  _, _, _, weights = mask(word_ids, (word_ids != PAD).astype(np.int32),
+                          predictions=80, rate=80 / 256)
+  assert weights.sum() == expected
 
 
 def test_stateless_seed_is_reproducible_and_xla_compiles():

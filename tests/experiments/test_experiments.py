@@ -60,7 +60,8 @@ def _cli(*args, cwd=None):
      "/no/such/corpus"),
     ("task.objectives.cmlm.train_data.max_predictions_per_seq=60",
      "max_predictions_per_seq"),
-    ("task.objectives.simcse.weight=1", "Unknown objective type 'simcse'"),
+    ("task.objectives.no_such_kind.weight=1",
+     "Unknown objective type 'no_such_kind'"),
     ("task.model.pooling=median", "pooling"),
 ])
 def test_train_rejects_bad_input_in_one_line_and_writes_nothing(

@@ -83,3 +83,27 @@ def test_a_stopped_run_restarts_from_its_saved_step(tmp_path):
   summaries = [f for _, _, files in os.walk(model_dir) for f in files
                if f.startswith("events.out.tfevents")]
   assert summaries, "TensorBoard summaries are written"
+
+
+def test_without_conditioning_it_is_plain_mlm_of_s2_and_trains():
+  """condition=false (experiments/cmlm_vs_mlm.py's baseline): s1 has no
+  effect on the logits, which are the same head on s2 read alone."""
+  from objectives import cmlm  # pylint: disable=g-import-not-at-top
+  config = helpers.tiny_task_config(objectives={
+      "cmlm": cmlm.CmlmObjectiveConfig(condition=False)})
+  task = task_lib.SentenceEncoderTask(config)
+  model = task.build_model()
+  features = helpers.fake_batch()
+  other = dict(features, s1_input_word_ids=tf.reverse(
+      features["s1_input_word_ids"], [0]))
+  logits = model({"cmlm": features})["cmlm"]["mlm_logits"]
+  np.testing.assert_allclose(
+      model({"cmlm": other})["cmlm"]["mlm_logits"], logits)
+  conditioned = task_lib.SentenceEncoderTask(
+      helpers.tiny_task_config()).build_model()
+  assert not np.allclose(conditioned({"cmlm": features})["cmlm"]["mlm_logits"],
+                         conditioned({"cmlm": other})["cmlm"]["mlm_logits"])
+  optimizer = tf_keras.optimizers.Adam(1e-2)
+  losses = [float(task.train_step({"cmlm": features}, model, optimizer)[
+      task.loss]) for _ in range(5)]
+  assert np.isfinite(losses).all() and losses[-1] < losses[0]

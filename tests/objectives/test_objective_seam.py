@@ -118,8 +118,8 @@ def test_objectives_are_named_typed_and_round_trip_through_params_yaml(
 
 def test_unknown_objective_type_or_field_is_one_clear_error():
   params = helpers.tiny_run_params(2)
-  with pytest.raises(ValueError, match="Unknown objective type 'simcse'"):
-    params.override({"task": {"objectives": {"x": {"type": "simcse"}}}})
+  with pytest.raises(ValueError, match="Unknown objective type 'no_such_kind'"):
+    params.override({"task": {"objectives": {"x": {"type": "no_such_kind"}}}})
   with pytest.raises(KeyError, match="no_such_field"):
     params.override({"task": {"objectives": {"cmlm": {"no_such_field": 1}}}})
 

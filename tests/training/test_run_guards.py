@@ -1,0 +1,195 @@
+"""One writer per run directory, and a disk-full save that leaves nothing.
+
+- A second trainer on a directory in use fails at once, in one line naming
+  the holder's pid and host, having written nothing; the `train` command
+  prints that line and exits 2.
+- A lock file left by a killed process is taken over, with a note.
+- A save that fails with a full disk removes its temporary files, ends the
+  run with one line (exit 2), and the same run then resumes from the last
+  complete checkpoint.
+- A vocabulary of the wrong casing is refused before anything is written;
+  an unknown experiment names the registered ones.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from tests import helpers
+from training import fault_tolerance
+from training import run_lock
+from training import train
+
+HOLDER = """
+import sys, time
+sys.path.insert(0, {repo!r})
+from training import run_lock
+with run_lock.hold({model_dir!r}, command="python -m cmlm train (holder)"):
+  print("held", flush=True)
+  time.sleep(120)
+"""
+
+
+@pytest.fixture
+def lock_holder(tmp_path):
+  """A separate process holding the lock of `tmp_path/run`."""
+  model_dir = str(tmp_path / "run")
+  process = subprocess.Popen(
+      [sys.executable, "-c", HOLDER.format(repo=helpers.REPO_ROOT,
+                                           model_dir=model_dir)],
+      stdout=subprocess.PIPE, text=True)
+  assert process.stdout.readline().strip() == "held"
+  yield model_dir, process
+  process.kill()
+  process.wait()
+
+
+def test_a_second_trainer_fails_at_once_naming_the_holder(lock_holder):
+  model_dir, holder = lock_holder
+  with pytest.raises(run_lock.RunDirectoryInUse) as raised:
+    train.run(helpers.tiny_run_params(2), model_dir)
+  message = str(raised.value)
+  assert "\n" not in message
+  assert f"pid {holder.pid} on host {socket.gethostname()}" in message
+  assert "(holder)" in message  # its command
+  # Nothing of the second run was written.
+  assert os.listdir(model_dir) == [run_lock.LOCK_FILE_NAME]
+
+
+@pytest.mark.slow
+def test_the_train_command_prints_one_line_and_exits_2(lock_holder):
+  model_dir, holder = lock_holder
+  completed = subprocess.run(
+      [sys.executable, "-m", "cmlm", "train", "--experiment=cmlm/tiny",
+       f"--model_dir={model_dir}"], cwd=helpers.REPO_ROOT,
+      capture_output=True, text=True, timeout=120,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert completed.returncode == 2, completed.stderr
+  errors = [line for line in completed.stderr.splitlines()
+            if line.startswith("cmlm train:")]
+  assert len(errors) == 1 and f"pid {holder.pid}" in errors[0]
+  assert "Traceback" not in completed.stderr
+
+
+def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path, capsys):
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  model_dir = str(tmp_path / "run")
+  os.makedirs(model_dir)
+  with open(run_lock.lock_path(model_dir), "w") as f:
+    json.dump(dict(pid=dead.pid, host=socket.gethostname(),
+                   started="2020-01-01T00:00:00", command="killed"), f)
+  with run_lock.hold(model_dir):
+    with open(run_lock.lock_path(model_dir)) as f:
+      assert json.load(f)["pid"] == os.getpid()
+    # While held, a second taker is refused.
+    with pytest.raises(run_lock.RunDirectoryInUse):
+      run_lock.acquire(model_dir)
+  assert f"pid {dead.pid}" in capsys.readouterr().out  # the take-over note
+  assert not os.path.exists(run_lock.lock_path(model_dir))  # released
+
+
+def test_only_the_chief_of_tf_config_locks(monkeypatch):
+  cluster = {"worker": ["a:1", "b:1"]}
+  for index, chief in ((0, True), (1, False)):
+    monkeypatch.setenv("TF_CONFIG", json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": index}}))
+    assert run_lock.is_chief_from_tf_config() is chief
+  monkeypatch.setenv("TF_CONFIG", json.dumps(
+      {"cluster": dict(cluster, chief=["c:1"]),
+       "task": {"type": "worker", "index": 0}}))
+  assert not run_lock.is_chief_from_tf_config()
+  monkeypatch.delenv("TF_CONFIG")
+  assert run_lock.is_chief_from_tf_config()
+
+
+def _full_disk_at(step, model_dir):
+  """A `Checkpoint._write` that, for `ckpt-<step>`, writes part of its
+  shards into `ckpt-<step>_temp/` as TensorFlow does, then hits a full disk."""
+  write = tf.train.Checkpoint._write  # pylint: disable=protected-access
+
+  def failing_write(self, file_prefix, *args, **kwargs):
+    if os.path.basename(file_prefix) != f"ckpt-{step}":
+      return write(self, file_prefix, *args, **kwargs)
+    # The lock is held by this process while it trains.
+    with open(run_lock.lock_path(model_dir)) as f:
+      assert json.load(f)["pid"] == os.getpid()
+    temporary = file_prefix + "_temp"
+    os.makedirs(temporary)
+    with open(os.path.join(temporary, "part-00000-of-00001.data-00000-of-"
+                           "00001"), "wb") as f:
+      f.write(b"\0" * 4096)
+    raise tf.errors.ResourceExhaustedError(
+        None, None, f"{temporary}/part-00000-of-00001.data-00000-of-00001; "
+        "No space left on device")
+  return failing_write
+
+
+@pytest.mark.slow
+def test_a_disk_full_save_leaves_no_temporary_files_and_resumes(
+    tmp_path, monkeypatch, capsys):
+  model_dir = str(tmp_path / "run")
+  monkeypatch.setattr(tf.train.Checkpoint, "_write",
+                      _full_disk_at(4, model_dir))
+  with pytest.raises(fault_tolerance.CheckpointSaveError) as raised:
+    train.run(helpers.tiny_run_params(4), model_dir)
+  message = str(raised.value)
+  assert "\n" not in message and "disk is full" in message
+  assert "resumes from ckpt-2" in message
+  names = os.listdir(model_dir)
+  assert not [n for n in names if "_temp" in n or n.startswith("ckpt-4")]
+  assert run_lock.LOCK_FILE_NAME not in names  # released on the error
+  assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-2")
+  assert fault_tolerance.checkpoint_is_complete(
+      os.path.join(model_dir, "ckpt-2"))
+
+  monkeypatch.undo()
+  capsys.readouterr()
+  result = train.run(helpers.tiny_run_params(4), model_dir)
+  assert int(result.trainer.global_step.numpy()) == 4
+  progress = capsys.readouterr().out
+  assert "step 4/4" in progress and "step 2/4" not in progress  # resumed
+  assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-4")
+
+
+def test_the_train_command_reports_a_full_disk_in_one_line(monkeypatch,
+                                                           capsys):
+  from cmlm.commands import train as train_command  # pylint: disable=g-import-not-at-top
+
+  def full_disk(*args, **kwargs):
+    raise fault_tolerance.CheckpointSaveError("runs/x", "runs/x/ckpt-2",
+                                              "No space left on device")
+  monkeypatch.setattr(train, "run", full_disk)
+  with pytest.raises(SystemExit) as exited:
+    train_command.main(["--experiment=cmlm/tiny", "--model_dir=runs/x"])
+  assert exited.value.code == 2
+  error = capsys.readouterr().err.strip()
+  assert len(error.splitlines()) == 1
+  assert error.startswith("cmlm train: error: Saving a checkpoint in runs/x")
+
+
+def test_a_vocabulary_of_the_wrong_casing_is_refused_before_training(
+    tmp_path, capsys):
+  params = helpers.tiny_run_params(2)
+  # (a lower limit than the default 5%: the embedded corpus gives ~6%.)
+  params.override({"task": {"tokenization": {"lower_case": False,
+                                            "max_unk_rate": 0.02}}})
+  model_dir = str(tmp_path / "run")
+  with pytest.raises(ValueError) as raised:
+    train.run(params, model_dir)
+  message = str(raised.value)
+  assert "\n" not in message
+  assert message.endswith("set task.tokenization.lower_case=true.")
+  assert "[UNK] tokens:" in capsys.readouterr().out
+  assert not os.path.exists(model_dir)  # nothing written, no lock left
+
+
+def test_an_unknown_experiment_names_the_registered_ones():
+  with pytest.raises(ValueError) as raised:
+    train.build_params("nope")
+  assert "cmlm/tiny" in str(raised.value)
+  assert "cmlm/en_base" in str(raised.value)
