@@ -190,6 +190,26 @@ def global_masked_lm_loss(masked_lm_ids, mlm_logits, masked_lm_weights):
                                      normalizer=global_weight / num_replicas)
 
 
+class MaskedTokenObjective(Objective):
+  """An objective predicting masked tokens: features `masked_lm_ids` and
+  `masked_lm_weights`, outputs `mlm_logits`; the loss is
+  `global_masked_lm_loss`, the metric masked-token accuracy."""
+
+  def compute_loss(self, features, outputs):
+    return global_masked_lm_loss(features["masked_lm_ids"],
+                                 outputs["mlm_logits"],
+                                 features["masked_lm_weights"])
+
+  def build_metrics(self):
+    return [tf_keras.metrics.SparseCategoricalAccuracy(
+        name="masked_lm_accuracy")]
+
+  def update_metrics(self, metrics, features, outputs):
+    metrics["masked_lm_accuracy"].update_state(
+        features["masked_lm_ids"], outputs["mlm_logits"],
+        features["masked_lm_weights"])
+
+
 def register_objective(kind: str) -> Callable[[type], type]:
   """Class decorator: makes an `Objective` subclass available as `kind`."""
   def register(cls):

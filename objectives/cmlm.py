@@ -13,7 +13,6 @@ batch.
 import dataclasses
 
 import tensorflow as tf
-import tf_keras
 
 from data_pipelines import cmlm_dataloader
 from data_pipelines import unk_rate
@@ -47,7 +46,7 @@ class CmlmObjectiveConfig(base.ObjectiveConfig):
 
 
 @base.register_objective("cmlm")
-class CmlmObjective(base.Objective):
+class CmlmObjective(base.MaskedTokenObjective):
   """Predict s2's masked tokens given s1's sentence vector."""
   config_cls = CmlmObjectiveConfig
 
@@ -89,20 +88,6 @@ class CmlmObjective(base.Objective):
       return unconditioned_mlm_outputs(encoder, head, features,
                                        training=training)
     return conditional_mlm_outputs(encoder, head, features, training=training)
-
-  def compute_loss(self, features, outputs):
-    return base.global_masked_lm_loss(features["masked_lm_ids"],
-                                      outputs["mlm_logits"],
-                                      features["masked_lm_weights"])
-
-  def build_metrics(self):
-    return [tf_keras.metrics.SparseCategoricalAccuracy(
-        name="masked_lm_accuracy")]
-
-  def update_metrics(self, metrics, features, outputs):
-    metrics["masked_lm_accuracy"].update_state(
-        features["masked_lm_ids"], outputs["mlm_logits"],
-        features["masked_lm_weights"])
 
   def dummy_features(self, batch_size: int = 1):
     """A batch of this objective's features, to build the head's variables."""

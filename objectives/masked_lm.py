@@ -18,7 +18,6 @@ global batch, as CMLM's.
 import dataclasses
 
 import tensorflow as tf
-import tf_keras
 
 from data_pipelines import bitext
 from data_pipelines import infoxlm_data
@@ -56,7 +55,7 @@ def build_projection_head(encoder) -> None:
     head(tf.zeros([1, encoder.hidden_size]))
 
 
-class MaskedLmObjective(base.Objective):
+class MaskedLmObjective(base.MaskedTokenObjective):
   """Predict the masked tokens of a monolingual line or a translation pair."""
   config_cls = MaskedLmObjectiveConfig
 
@@ -92,20 +91,6 @@ class MaskedLmObjective(base.Objective):
     del state
     return masked_lm.masked_lm_outputs(encoder, head, features,
                                        training=training)
-
-  def compute_loss(self, features, outputs):
-    return base.global_masked_lm_loss(features["masked_lm_ids"],
-                                      outputs["mlm_logits"],
-                                      features["masked_lm_weights"])
-
-  def build_metrics(self):
-    return [tf_keras.metrics.SparseCategoricalAccuracy(
-        name="masked_lm_accuracy")]
-
-  def update_metrics(self, metrics, features, outputs):
-    metrics["masked_lm_accuracy"].update_state(
-        features["masked_lm_ids"], outputs["mlm_logits"],
-        features["masked_lm_weights"])
 
   def dummy_features(self, batch_size: int = 1):
     ids = tf.ones([batch_size, self.tokenization.seq_length], tf.int32)
