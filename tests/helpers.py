@@ -95,3 +95,36 @@ def tiny_task_config(vocab_file: str = "", objectives=None, **model_kwargs):
                                                    seq_length=10),
       objectives=base.ObjectivesConfig(
           objectives or {"cmlm": cmlm.CmlmObjectiveConfig()}))
+
+
+def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
+  """One step of a cross-replica loss on `inputs` split across `strategy`'s
+  replicas, in Model Garden's convention.
+
+  `inputs` is a tuple of arrays batched on axis 0; the first two (vectors of
+  width `dim`) go through a shared `[dim, dim]` projection, the rest as they
+  are. `build_loss()` (called in the strategy's scope) returns a
+  `loss(projected_a, projected_b, *rest)`. Returns the mean of the replicas'
+  losses and the summed gradient of loss / num_replicas w.r.t. the
+  projection: one device on the whole batch must give the same.
+  """
+  with strategy.scope():
+    projection = tf.Variable(tf.eye(dim) + 0.1)
+    loss_fn = build_loss()
+  dataset = strategy.experimental_distribute_dataset(
+      tf.data.Dataset.from_tensors(tuple(inputs)))
+
+  @tf.function
+  def step(batch):
+    def replica_step(a, b, *rest):
+      with tf.GradientTape() as tape:
+        loss = loss_fn(tf.matmul(a, projection), tf.matmul(b, projection),
+                       *rest)
+        scaled = loss / strategy.num_replicas_in_sync
+      return loss, tape.gradient(scaled, projection)
+    loss, gradient = strategy.run(replica_step, args=batch)
+    return (strategy.reduce("MEAN", loss, axis=None),
+            strategy.reduce("SUM", gradient, axis=None))
+
+  loss, gradient = step(next(iter(dataset)))
+  return float(loss), gradient.numpy()

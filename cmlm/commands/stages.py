@@ -9,11 +9,10 @@ Stage k trains in DIR/stage<k> from stage k-1's checkpoint; the schedule
 names the experiment, and --config_file / --params_override apply to every
 stage. The same command again resumes the interrupted stage.
 """
-import sys
-
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.commands import training_exits
 
 # The schedule names the experiment and every stage trains (no --experiment,
 # --mode): Model Garden's other flags, as Model Garden defines them.
@@ -32,24 +31,14 @@ flags.DEFINE_list("stage_steps", None, "Training steps of each stage "
 def main(argv) -> None:
   flag_parsing.parse("stages", __doc__, FLAGS, argv)
   from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from training import fault_tolerance  # pylint: disable=g-import-not-at-top
   from training import stages  # pylint: disable=g-import-not-at-top
   try:
     steps = FLAGS.stage_steps and [int(n) for n in FLAGS.stage_steps]
   except ValueError:
     raise ValueError(f"--stage_steps takes whole numbers separated by "
                      f"commas, got {','.join(FLAGS.stage_steps)!r}.") from None
-  try:
+  with training_exits.training_exits("stages"):
     last = stages.run(FLAGS.schedule, FLAGS.model_dir,
                       FLAGS.config_file or (), FLAGS.params_override or "",
                       steps, tpu=FLAGS.tpu)
-  except fault_tolerance.TrainingPreempted as stopped:
-    print(f"cmlm stages: {stopped}", file=sys.stderr, flush=True)
-    sys.exit(143)  # as `train`: 128 + SIGTERM
-  except fault_tolerance.NonFiniteTrainingError as error:
-    print(f"cmlm stages: error: {error}", file=sys.stderr, flush=True)
-    sys.exit(1)
-  except fault_tolerance.CheckpointSaveError as error:
-    print(f"cmlm stages: error: {error}", file=sys.stderr, flush=True)
-    sys.exit(2)
   print(f"The last stage's checkpoints are in {last}")

@@ -11,12 +11,11 @@ exits with status 143; a non-finite loss stops with status 1; a second
 process on the same --model_dir, or a full disk during a save, stops with
 one line and status 2.
 """
-import sys
-
 from absl import flags
 from absl import logging
 
 from cmlm.commands import flag_parsing
+from cmlm.commands import training_exits
 
 MODEL_GARDEN_FLAGS = ("experiment", "config_file", "params_override", "mode",
                       "model_dir", "tpu")
@@ -33,21 +32,11 @@ flags.DEFINE_enum("strategy", None, STRATEGIES,
 def main(argv) -> None:
   flag_parsing.parse("train", __doc__, FLAGS, argv)
   from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from training import fault_tolerance  # pylint: disable=g-import-not-at-top
   from training import train  # pylint: disable=g-import-not-at-top
   params = train.build_params(FLAGS.experiment, FLAGS.config_file or (),
                               FLAGS.params_override, FLAGS.strategy, FLAGS.tpu)
   logging.info("Experiment %s, strategy %s, model_dir %s", FLAGS.experiment,
                params.runtime.distribution_strategy, FLAGS.model_dir)
-  try:
+  with training_exits.training_exits("train"):
     train.run(params, FLAGS.model_dir, FLAGS.mode or "train")
-  except fault_tolerance.TrainingPreempted as stopped:
-    print(f"cmlm train: {stopped}", file=sys.stderr, flush=True)
-    sys.exit(143)  # 128 + SIGTERM, as if the signal had ended the process
-  except fault_tolerance.NonFiniteTrainingError as error:
-    print(f"cmlm train: error: {error}", file=sys.stderr, flush=True)
-    sys.exit(1)
-  except fault_tolerance.CheckpointSaveError as error:
-    print(f"cmlm train: error: {error}", file=sys.stderr, flush=True)
-    sys.exit(2)
   print(f"Checkpoints and TensorBoard summaries are in {FLAGS.model_dir}")

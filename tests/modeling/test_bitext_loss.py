@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from modeling import bitext_loss
+from tests import helpers
 
 
 def _vectors(batch=6, dim=5, seed=0):
@@ -65,26 +66,10 @@ def test_margin_raises_the_loss_and_aligned_pairs_lower_it():
 
 
 def _loss_and_gradient(strategy, source, target):
-  with strategy.scope():
-    projection = tf.Variable(tf.eye(5) + 0.1)
-    layer = bitext_loss.AdditiveMarginBitextLoss(margin=0.3, scale=10.0)
-  dataset = strategy.experimental_distribute_dataset(
-      tf.data.Dataset.from_tensors((source, target)))
-
-  @tf.function
-  def step(inputs):
-    def replica_step(source, target):
-      with tf.GradientTape() as tape:
-        loss = layer(tf.matmul(source, projection),
-                     tf.matmul(target, projection))
-        scaled = loss / strategy.num_replicas_in_sync
-      return loss, tape.gradient(scaled, projection)
-    loss, gradient = strategy.run(replica_step, args=inputs)
-    return (strategy.reduce("MEAN", loss, axis=None),
-            strategy.reduce("SUM", gradient, axis=None))
-
-  loss, gradient = step(next(iter(dataset)))
-  return float(loss), gradient.numpy()
+  return helpers.replicated_loss_and_gradient(
+      strategy, lambda: bitext_loss.AdditiveMarginBitextLoss(margin=0.3,
+                                                             scale=10.0),
+      (source, target))
 
 
 def test_two_replicas_with_half_batches_equal_one_replica_with_the_batch(

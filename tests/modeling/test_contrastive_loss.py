@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from modeling import contrastive_loss
+from tests import helpers
 
 
 @pytest.mark.parametrize("temperature", [0.05, 0.5, 2.0])
@@ -66,26 +67,11 @@ def test_duplicate_sentences_are_not_negatives():
 
 
 def _loss_and_gradient(strategy, view_a, view_b, ids):
-  with strategy.scope():
-    projection = tf.Variable(tf.eye(5) + 0.1)
-  dataset = strategy.experimental_distribute_dataset(
-      tf.data.Dataset.from_tensors((view_a, view_b, ids)))
-
-  @tf.function
-  def step(inputs):
-    def replica_step(a, b, sentence_ids):
-      with tf.GradientTape() as tape:
-        loss = contrastive_loss.cross_replica_simcse_loss(
-            tf.matmul(a, projection), tf.matmul(b, projection), 0.05,
-            sentence_ids=sentence_ids)
-        scaled = loss / strategy.num_replicas_in_sync
-      return loss, tape.gradient(scaled, projection)
-    loss, gradient = strategy.run(replica_step, args=inputs)
-    return (strategy.reduce("MEAN", loss, axis=None),
-            strategy.reduce("SUM", gradient, axis=None))
-
-  loss, gradient = step(next(iter(dataset)))
-  return float(loss), gradient.numpy()
+  loss = lambda a, b, sentence_ids: (
+      contrastive_loss.cross_replica_simcse_loss(a, b, 0.05,
+                                                 sentence_ids=sentence_ids))
+  return helpers.replicated_loss_and_gradient(strategy, lambda: loss,
+                                              (view_a, view_b, ids))
 
 
 def test_two_replicas_with_half_batches_equal_one_replica_with_the_batch(
