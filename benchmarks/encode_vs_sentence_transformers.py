@@ -7,19 +7,26 @@ inside) and sentence-transformers' `encode` then embed the same sentences,
 STS-B dev (both columns, 3000; at batch size 1, every 5th of them), at batch
 sizes 1, 32 and 256, each as it is used: sentence-transformers'
 `encode(sentences, batch_size)`, ours `export.encode.embed_in_batches` over
-the serving signature. Both sort the sentences by length before batching.
-The two alternate, round after round, so that other load on the machine hits
-both alike; each one's best round counts. TensorFlow keeps its default
-threads; sentence-transformers runs with torch's default and with 1 thread
-(torch's OpenMP threads stall when the cores are shared) and its better count
-is the one compared.
+the serving signature (and `export_dir_sent_per_s`: the export directory as
+`encode`, `eval` and `cmlm.SentenceEncoder` load it). Both sort the sentences
+by length before batching (sentence-transformers by characters, ours by
+tokens). They alternate, round after round, so that other load on the
+machine hits both alike; each one's best round counts. Both keep their
+default threads (`--threads` sets both).
+
+A figure is only worth something on a quiet machine: the load average is
+recorded before and after (`load_before`, `load_after`), and a run that
+starts above `--max_load` (0.5) is refused unless `--allow_load` (its lines
+then say `"quiet": false`).
 
 Prints one JSON line per batch size with `batch_size`, `ours_sent_per_s`,
-`st_sent_per_s` and `ratio` (ours / theirs); on stderr, where the time goes:
+`st_sent_per_s`, `ratio` (ours / theirs), `export_dir_sent_per_s`,
+`min_cosine` (our embedding against sentence-transformers', float32),
+`load_before`, `load_after` and `cpu`; on stderr, where the time goes:
 tokenization alone and the encoder alone, for both.
 
   python benchmarks/encode_vs_sentence_transformers.py [--export_dir=DIR]
-      [--rounds=2] [--threads=N]
+      [--rounds=3] [--threads=N] [--allow_load]
 
 Needs requirements-test.txt (torch CPU, sentence-transformers, the model).
 """
@@ -57,10 +64,26 @@ def parse_args():
   parser.add_argument("--sentences", default=STS_DEV, help="STS-B file: "
                       "tab-separated, sentences in columns 6 and 7")
   parser.add_argument("--batch_sizes", default="1,32,256")
-  parser.add_argument("--rounds", type=int, default=2)
+  parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--threads", type=int, default=0,
                       help="intra-op threads of both (0: each one's default)")
+  parser.add_argument("--max_load", type=float, default=0.5,
+                      help="refuse to start above this 1-minute load average")
+  parser.add_argument("--allow_load", action="store_true",
+                      help="run on a loaded machine anyway (flagged)")
   return parser.parse_args()
+
+
+def cpu_model():
+  """The CPU's model name (lscpu's), for the record."""
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return "unknown"
 
 
 def read_sentences(path):
@@ -96,7 +119,8 @@ def throughput(function, count):
   return count / (time.perf_counter() - start)
 
 
-def where_time_goes(export_parts, peer, torch, sentences, batch_size):
+def where_time_goes(export_parts, peer, torch, sentences, batch_size,
+                    our_lengths):
   """Tokenization alone and the encoder alone, for both, in sentences/s.
 
   Ours: the exported preprocessor SavedModel, and the exported encoder
@@ -104,9 +128,11 @@ def where_time_goes(export_parts, peer, torch, sentences, batch_size):
   serving model does. Theirs: `preprocess` and the module's forward pass.
   """
   preprocess, serve = export_parts
-  order = np.argsort([-len(s) for s in sentences], kind="stable")
-  batches = [[sentences[i] for i in order[start:start + batch_size]]
-             for start in range(0, len(sentences), batch_size)]
+  def batches_by(lengths):
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [[sentences[i] for i in order[start:start + batch_size]]
+            for start in range(0, len(sentences), batch_size)]
+  batches = batches_by(our_lengths)  # by tokens, as ours batches
   packed = [preprocess(tf.constant(b)) for b in batches]
   trimmed = []
   for inputs in packed:  # as the serving model does: to the longest sentence
@@ -118,6 +144,7 @@ def where_time_goes(export_parts, peer, torch, sentences, batch_size):
                      count),
           throughput(lambda: [serve(**t) for t in trimmed], count))
   time.sleep(1)  # let TensorFlow's threads go idle
+  batches = batches_by([len(s) for s in sentences])  # by characters, as theirs
   features = [peer.preprocess(b) for b in batches]
   with torch.inference_mode():
     theirs = (throughput(lambda: [peer.preprocess(b) for b in batches],
@@ -126,61 +153,76 @@ def where_time_goes(export_parts, peer, torch, sentences, batch_size):
   return ours, theirs
 
 
-def compare(embed, peer, torch, sentences, batch_size, rounds, thread_counts):
-  """Best sentences/s of ours, and of theirs per torch thread count."""
-  ours = lambda: encode.embed_in_batches(embed, sentences, batch_size)
-  theirs = lambda: peer.encode(sentences, batch_size=batch_size)
+def compare(embedders, peer, sentences, batch_size, rounds):
+  """Best sentences/s of each of our embedders and of sentence-transformers."""
+  runs = {name: (lambda embed=embed: encode.embed_in_batches(
+      embed, sentences, batch_size)) for name, embed in embedders.items()}
+  runs["st"] = lambda: peer.encode(sentences, batch_size=batch_size)
   warm = sentences[:2 * batch_size]  # traces, thread pools, caches
-  encode.embed_in_batches(embed, warm, batch_size)
+  for embed in embedders.values():
+    encode.embed_in_batches(embed, warm, batch_size)
   peer.encode(warm, batch_size=batch_size)
-  best = {"ours": 0.0, "st": {threads: 0.0 for threads in thread_counts}}
-  for _ in range(rounds):  # alternate, so load hits both alike
-    time.sleep(1)  # the other one's threads go idle first
-    best["ours"] = max(best["ours"], throughput(ours, len(sentences)))
-    for threads in thread_counts:
-      torch.set_num_threads(threads)
-      time.sleep(1)
-      best["st"][threads] = max(best["st"][threads],
-                                throughput(theirs, len(sentences)))
+  best = {name: 0.0 for name in runs}
+  for _ in range(rounds):  # alternate, so load hits all alike
+    for name, run in runs.items():
+      time.sleep(1)  # the other one's threads go idle first
+      best[name] = max(best[name], throughput(run, len(sentences)))
   return best
+
+
+def min_cosine(embed, peer, sentences):
+  """The smallest cosine between our embedding and theirs (float32)."""
+  ours = encode.embed_in_batches(embed, sentences, 32)
+  theirs = peer.encode(sentences, batch_size=32)
+  ours /= np.linalg.norm(ours, axis=1, keepdims=True)
+  theirs /= np.linalg.norm(theirs, axis=1, keepdims=True)
+  return float(np.min(np.sum(ours * theirs, axis=1)))
 
 
 def main():
   args = parse_args()
+  load_before = os.getloadavg()[0]
+  if load_before > args.max_load and not args.allow_load:
+    sys.exit(f"The 1-minute load average is {load_before:.2f}, above "
+             f"--max_load={args.max_load}: other work would skew the ratio "
+             "(wait for a quiet machine, or pass --allow_load to flag it).")
   sentences = read_sentences(args.sentences)
   peer, model_dir, torch = load_peer()
   if args.threads:
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-  thread_counts = ([args.threads] if args.threads else
-                   sorted({torch.get_num_threads(), 1}, reverse=True))
+    torch.set_num_threads(args.threads)
   with tempfile.TemporaryDirectory() as temporary:
     export_dir = args.export_dir or export_minilm(model_dir, temporary)
-    embed = encode.load_embedder(os.path.join(export_dir, "serving"))
+    embedders = {
+        "ours": encode.load_embedder(os.path.join(export_dir, "serving")),
+        "export_dir": encode.load_embedder(export_dir)}
     export_parts = (
         tf.saved_model.load(os.path.join(export_dir, "preprocessor")),
         tf.saved_model.load(os.path.join(export_dir, "encoder")).signatures[
             "serving_default"])
-    print(f"{len(sentences)} sentences; TensorFlow intra-op threads "
-          f"{tf.config.threading.get_intra_op_parallelism_threads() or 'auto'}"
-          f", torch threads {' and '.join(map(str, thread_counts))}",
-          file=sys.stderr)
+    cosine = min_cosine(embedders["ours"], peer, sentences)
+    tf_threads = (tf.config.threading.get_intra_op_parallelism_threads()
+                  or "auto")
+    print(f"{len(sentences)} sentences on {cpu_model()}; TensorFlow intra-op "
+          f"threads {tf_threads}, torch threads {torch.get_num_threads()}; smallest "
+          f"cosine to sentence-transformers {cosine:.6f}", file=sys.stderr)
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
       chosen = sentences[::5] if batch_size == 1 else sentences
-      best = compare(embed, peer, torch, chosen, batch_size, args.rounds,
-                     thread_counts)
-      print(json.dumps({"batch_size": batch_size,
-                        "ours_sent_per_s": round(best["ours"], 1),
-                        "st_sent_per_s": round(max(best["st"].values()), 1),
-                        "ratio": round(best["ours"] / max(best["st"].values()),
-                                       3)}), flush=True)
-      print(f"  batch {batch_size}, {len(chosen)} sentences: "
-            "sentence-transformers " + ", ".join(
-                f"{rate:.0f} sent/s with {threads} threads"
-                for threads, rate in best["st"].items()),
-            file=sys.stderr, flush=True)
-      torch.set_num_threads(max(best["st"], key=best["st"].get))
+      best = compare(embedders, peer, chosen, batch_size, args.rounds)
+      print(json.dumps({
+          "batch_size": batch_size,
+          "ours_sent_per_s": round(best["ours"], 1),
+          "st_sent_per_s": round(best["st"], 1),
+          "ratio": round(best["ours"] / best["st"], 3),
+          "export_dir_sent_per_s": round(best["export_dir"], 1),
+          "min_cosine": round(cosine, 6),
+          "load_before": round(load_before, 2),  # before the run started
+          "load_after": round(os.getloadavg()[0], 2),
+          "quiet": load_before <= args.max_load,
+          "cpu": cpu_model()}), flush=True)
       (our_tokens, our_encoder), (st_tokens, st_encoder) = where_time_goes(
-          export_parts, peer, torch, chosen, batch_size)
+          export_parts, peer, torch, chosen, batch_size,
+          encode.lengths_of(embedders["ours"], chosen))
       print(f"  batch {batch_size}: tokenization alone {our_tokens:.0f} vs "
             f"{st_tokens:.0f} sent/s (ours vs sentence-transformers); encoder "
             f"alone {our_encoder:.0f} vs {st_encoder:.0f} sent/s",

@@ -2,7 +2,7 @@
 
 Commands:
   train   train an experiment (Model Garden flags; training/train.py)
-  demo    the main job: train cmlm/tiny on the embedded corpus, then show how
+  demo    the main job: train cmlm/demo on the embedded corpus, then show how
           far the loss fell and nearest neighbours of held-out sentences
   vocab   build a WordPiece vocabulary from a corpus, or a cased multilingual
           one from LANG=CORPUS,... with language smoothing (section 4.4)
@@ -14,7 +14,9 @@ Commands:
           (section 5.2; cmlm/pcr.py)
   export  write a checkpoint as TF-Hub encoder + preprocessor and a TF Serving
           text-to-embedding SavedModel (export/exporter.py)
-  encode  embed a file of sentences with an exported model (export/encode.py)
+  encode  embed sentences (.txt, .jsonl, .csv, .tsv, stdin) with any model
+          into .npy, .jsonl or .parquet, truncated and quantized on request
+          (export/encode.py); in Python: `from cmlm import SentenceEncoder`
   import  pretrained BERT weights (Hugging Face, sentence-transformers, Model
           Garden, TF-Hub) as a training run at step 0, ready to export or
           to train from (training/import_run.py)
@@ -72,5 +74,10 @@ def _parse_no_global_flags(argv):
   return argv
 
 
-if __name__ == "__main__":
+def run():
+  """The `cmlm` console script of an installed copy (pyproject.toml)."""
   app.run(main, flags_parser=_parse_no_global_flags)
+
+
+if __name__ == "__main__":
+  run()

@@ -4,7 +4,7 @@ import datetime
 import json
 import math
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 REPORT_JSON = "report.json"
 REPORT_MARKDOWN = "report.md"
@@ -29,22 +29,26 @@ def _figure(value) -> str:
   return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def build_report(model: str, results: Dict[str, dict]) -> dict:
-  """The report object: the model, when, and each task's result.
+def build_report(model: str, results: Dict[str, dict],
+                 provenance: Optional[dict] = None) -> dict:
+  """The report object: the model, when, how, and each task's result.
 
-  Each result has `headline` (the metric's name), its value under that name,
-  `paper` (the table or figure it reproduces), `seconds` and `data`.
+  Each result has `headline` (the metric's name), its value under that name
+  and as `main_score`, `paper` (the table or figure it reproduces),
+  `seconds` and `data`. `provenance` (`evaluation/provenance.py`: the
+  command line, versions, subsample, data checksums) is merged in.
   """
   return _clean({
       "model": model,
       "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
           timespec="seconds"),
+      **(provenance or {}),
       "tasks": results})
 
 
 def markdown_table(report: dict) -> str:
   lines = [f"# Evaluation of `{report['model']}`", "",
-           f"{report['created']}", "",
+           f"{report['created']}", ""] + _provenance_lines(report) + [
            "| task | paper | metric | score | examples | evaluated on | "
            "seconds |",
            "|---|---|---|---:|---:|---|---:|"]
@@ -59,6 +63,35 @@ def markdown_table(report: dict) -> str:
                  f"{_figure(result.get('seconds'))} |")
   lines += _details(report["tasks"])
   return "\n".join(lines) + "\n"
+
+
+def _provenance_lines(report: dict) -> List[str]:
+  """The command, code and library versions, and the subsample, if recorded."""
+  lines = []
+  if report.get("command_line"):
+    lines.append(f"- command: `{report['command_line']}`")
+  environment = report.get("environment") or {}
+  if environment:
+    commit = environment.get("git_commit") or "unknown"
+    if environment.get("git_dirty"):
+      commit += " (with uncommitted changes)"
+    libraries = ", ".join(f"{name} {version}" for name, version in
+                          (environment.get("libraries") or {}).items()
+                          if version)
+    lines += [f"- cmlm {environment.get('cmlm') or '(not installed)'}, "
+              f"commit {commit}; Python {environment.get('python')} on "
+              f"{environment.get('platform')}",
+              f"- libraries: {libraries}"]
+  if "subsample" in report:
+    subsample = report["subsample"]
+    lines.append("- examples: all" if not subsample else
+                 f"- examples: a subsample of at most "
+                 f"{subsample['max_examples_per_split']} per split (seed "
+                 f"{subsample['seed']})")
+  if report.get("data_files"):
+    lines.append(f"- data: {len(report['data_files'])} files, SHA-256 in "
+                 "report.json")
+  return lines + ([""] if lines else [])
 
 
 def _details(tasks: Dict[str, dict]) -> List[str]:

@@ -47,8 +47,16 @@ def retrieval_accuracy(queries: np.ndarray, candidates: np.ndarray,
                        candidate_sentences: Optional[Sequence[str]] = None
                        ) -> float:
   """% of queries i whose nearest candidate is candidate i (or a copy of it)."""
-  retrieved = nearest_neighbours(queries, candidates)
-  gold = np.arange(len(queries))
+  return accuracy_of_retrieved(nearest_neighbours(queries, candidates),
+                               candidate_sentences)
+
+
+def accuracy_of_retrieved(retrieved: np.ndarray,
+                          candidate_sentences: Optional[Sequence[str]] = None
+                          ) -> float:
+  """% of queries i whose retrieved candidate `retrieved[i]` is i, or, given
+  `candidate_sentences`, a candidate with the same text as i."""
+  gold = np.arange(len(retrieved))
   correct = retrieved == gold
   if candidate_sentences is not None:
     correct |= np.array([candidate_sentences[r] == candidate_sentences[g]

@@ -18,6 +18,7 @@ import time
 from typing import Dict, Optional, Sequence
 
 from evaluation import encoders
+from evaluation import provenance
 from evaluation import report as report_lib
 from evaluation import tasks as tasks_lib
 from evaluation.task_data import EvalOptions
@@ -80,7 +81,7 @@ def run_evaluation(model: str, task_names: Sequence[str],
                    task_data: Optional[Dict[str, str]] = None,
                    checkpoint: Optional[str] = None,
                    encoder: Optional[encoders.Encoder] = None,
-                   stream=None) -> dict:
+                   stream=None, command_line: Optional[str] = None) -> dict:
   """Reads every task's data, loads the encoder, evaluates, writes the report.
 
   Args:
@@ -92,6 +93,11 @@ def run_evaluation(model: str, task_names: Sequence[str],
     checkpoint: with a model_dir, a checkpoint instead of the latest.
     encoder: an `Encoder` to use instead of loading `model` (tests).
     stream: where progress goes (stdout).
+    command_line: the command that ran, for the report (default sys.argv).
+
+  The report also records the tool and library versions, every data
+  file's SHA-256, whether examples were subsampled (`--max_examples`) and
+  each task's `main_score` (its headline figure, as MTEB names it).
   """
   stream = stream or sys.stdout
   if options.batch_size < 1:
@@ -117,12 +123,19 @@ def run_evaluation(model: str, task_names: Sequence[str],
     start = time.perf_counter()
     result = task.evaluate(encoder, loaded[task.name]["data"], options)
     result.update(paper=task.paper, headline=task.headline,
+                  main_score=result[task.headline],
                   seconds=time.perf_counter() - start,
                   data=loaded[task.name]["files"])
     results[task.name] = result
     print(f"  {task.name}: {task.headline} {result[task.headline]:.2f} "
           f"({result['seconds']:.1f}s)", file=stream, flush=True)
-  report = report_lib.build_report(model, results)
+  files = [path for task_files in (loaded[name]["files"] for name in loaded)
+           for path in task_files]
+  report = report_lib.build_report(model, results, {
+      "command_line": command_line or provenance.command_line(),
+      "environment": provenance.environment(),
+      "subsample": provenance.subsample(options.max_examples),
+      "data_files": provenance.file_checksums(files)})
   report["skipped"] = skipped
   paths = report_lib.write_report(report, options.report_dir)
   print(f"wrote {paths['json']} and {paths['markdown']}", file=stream)
@@ -132,7 +145,8 @@ def run_evaluation(model: str, task_names: Sequence[str],
 def evaluate(model: str, task_names: Sequence[str], options: EvalOptions,
              data_dir: Optional[str] = None,
              task_data: Optional[Dict[str, str]] = None,
-             checkpoint: Optional[str] = None) -> dict:
+             checkpoint: Optional[str] = None,
+             command_line: Optional[str] = None) -> dict:
   """`python -m cmlm eval`: `run_evaluation`, then the headline table printed.
 
   `data_dir` defaults to `DEFAULT_DATA_DIR` when that exists.
@@ -146,6 +160,6 @@ def evaluate(model: str, task_names: Sequence[str], options: EvalOptions,
                      "directory, a SavedModel, or "
                      "ENCODER_DIR,PREPROCESSOR_DIR.")
   report = run_evaluation(model, task_names, options, data_dir, task_data,
-                          checkpoint=checkpoint)
+                          checkpoint=checkpoint, command_line=command_line)
   print(report_lib.markdown_table(report).split("\n\n## ")[0])
   return report

@@ -22,6 +22,7 @@ class EvalOptions:
   max_examples: Optional[int] = None  # per split, drawn with a fixed seed
   tatoeba_languages: Optional[List[str]] = None
   tatoeba_pcr: bool = False
+  binary_threshold: Optional[float] = None  # tatoeba: + Hamming / Jaccard
   mining_source: Optional[str] = None
   mining_target: Optional[str] = None
   mining_gold: Optional[str] = None

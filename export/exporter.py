@@ -29,9 +29,10 @@ import numpy as np
 import tensorflow as tf
 
 from export import encoder as encoder_lib
+from export import lens_serving
+from export import model_card
 from export import preprocessor as preprocessor_lib
 from export import publish
-from export import serving
 from modeling import principal_component_removal as pcr
 from training import atomic
 from training import run_dir
@@ -57,8 +58,9 @@ class ExportResult:
 def export_run(model_dir: str, export_dir: str,
                checkpoint: Optional[str] = None,
                version: Optional[int] = None, overwrite: bool = False,
-               normalize: bool = True, export_mlm: bool = False
-               ) -> ExportResult:
+               normalize: bool = True, export_mlm: bool = False,
+               eval_report: Optional[str] = None,
+               write_card: bool = True) -> ExportResult:
   """Exports a training run's checkpoint; see the module docstring.
 
   Args:
@@ -69,6 +71,10 @@ def export_run(model_dir: str, export_dir: str,
     overwrite: replace SavedModels already there.
     normalize: L2-normalise the serving model's embeddings.
     export_mlm: give the encoder the `.mlm` subobject.
+    eval_report: the run's `cmlm eval` report.json (or its directory) for
+      the model card; default `<model_dir>/eval/report.json` if present.
+    write_card: write the model card `README.md` (`export.model_card`)
+      beside the three SavedModels.
   """
   if not export_dir:
     raise ValueError("--export_dir is required: where the SavedModels go.")
@@ -118,6 +124,13 @@ def export_run(model_dir: str, export_dir: str,
   components = None
   if os.path.exists(os.path.join(model_dir, pcr.FILE_NAME)):
     components = pcr.LanguageComponents.load(model_dir)
+  card = None
+  if write_card:  # a missing or unreadable --eval_report fails here
+    card = model_card.model_card(model_card.card_facts(
+        model_dir, checkpoint_path, step, version,
+        int(serving_encoder.output["default"].shape[-1]), normalize,
+        has_pcr=components is not None, has_mlm=export_mlm,
+        eval_report=eval_report))
   def write(directory):
     # All three go into one temporary directory, published only when whole.
     encoder_lib.export_encoder(encoder_model,
@@ -126,9 +139,15 @@ def export_run(model_dir: str, export_dir: str,
                                tokenization.lower_case)
     preprocessor_lib.save_preprocessor(
         preprocessor, os.path.join(directory, "preprocessor"))
-    serving.export_text_embedding(os.path.join(directory, "serving"),
-                                  preprocessor, serving_encoder, normalize,
-                                  components)
+    # (a lens run adds the binary vectors' signature: export.lens_serving)
+    lens_serving.export_text_embedding(os.path.join(directory, "serving"),
+                                       preprocessor, serving_encoder,
+                                       normalize, components,
+                                       params.task.model.lens)
+    if card is not None:
+      with open(os.path.join(directory, model_card.CARD_FILE), "w",
+                encoding="utf-8") as f:
+        f.write(card)
   result.version_dir = publish.publish_export(
       export_dir, version, overwrite, write,
       publish.new_info(checkpoint_path, step), targets)

@@ -14,6 +14,7 @@ briefly absent. So an export directory is laid out as
                                             replaced atomically (os.replace)
       encoder -> current/encoder            the TF-Hub paths readers use:
       preprocessor -> current/preprocessor  symlinks through `current`
+      README.md -> current/README.md        the model card, when written
       serving/<version> -> ../versions/<name>/serving
                                             TF Serving's base path (one
                                             symlink per serving version)
@@ -48,6 +49,7 @@ from training import run_lock
 VERSIONS_DIR = "versions"
 CURRENT = "current"
 PARTS = ("encoder", "preprocessor", "serving")
+CARD_FILE = "README.md"
 INFO_FILE = os.path.join("assets.extra", "export_info.json")
 LOCK_FILE_NAME = ".cmlm-export.lock"
 PRUNE_AFTER_S = 600.0
@@ -154,11 +156,17 @@ def publish(export_dir: str, name: str, version: int) -> None:
   _point(os.path.join(export_dir, "serving", str(version)),
          os.path.join("..", VERSIONS_DIR, name, "serving"))
   _point(os.path.join(export_dir, CURRENT), os.path.join(VERSIONS_DIR, name))
-  for part in ("encoder", "preprocessor"):
+  # README.md: the model card (export.model_card), when the version has one.
+  card = os.path.join(export_dir, VERSIONS_DIR, name, CARD_FILE)
+  for part in ("encoder", "preprocessor") + (
+      (CARD_FILE,) if os.path.isfile(card) else ()):
     link = os.path.join(export_dir, part)
     if os.path.islink(link) and os.readlink(link) == os.path.join(CURRENT,
                                                                   part):
       continue
+    if part == CARD_FILE and os.path.lexists(link) and not os.path.islink(
+        link):
+      continue  # a README.md of the user's own is left alone
     _point(link, os.path.join(CURRENT, part))
 
 

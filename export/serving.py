@@ -21,6 +21,7 @@ import tf_keras
 from export.preprocessor import STRING_BATCH
 from export.preprocessor import Preprocessor
 from modeling import principal_component_removal as pcr
+from modeling.length_chunks import encode_by_length
 
 SIGNATURE_NAME = "serving_default"
 INPUT_NAME = "sentences"
@@ -31,11 +32,6 @@ OUTPUT_NAME = "embedding"
 PCR_SIGNATURE_NAME = "serving_pcr"
 LANGUAGES_NAME = "languages"
 LANGUAGE_BATCH = tf.TensorSpec([None], tf.string, name=LANGUAGES_NAME)
-# Sentences the encoder reads at once. A larger batch runs as a loop over
-# chunks of this many, so that the activations stay in the CPU's caches (on
-# 2 cores, MiniLM read 256 sentences at once ~1.4x slower per sentence than
-# in chunks of 32).
-ENCODER_CHUNK = 32
 
 
 class TextEmbedding(tf.Module):
@@ -72,7 +68,8 @@ class TextEmbedding(tf.Module):
 
   def _embed(self, sentences, languages=None):
     inputs = self.preprocessor(sentences)  # padded to the training length
-    embedding = self._encode_in_chunks(inputs)
+    embedding = encode_by_length(self._encode, inputs,
+                                 self._hidden_size)
     if languages is not None and self.pcr is not None:
       # (SavedModel traces `serve_with_language` even without components.)
       embedding = self.pcr(embedding, languages)
@@ -80,29 +77,14 @@ class TextEmbedding(tf.Module):
       embedding = tf.math.l2_normalize(embedding, axis=-1)
     return embedding
 
-  def _encode_in_chunks(self, inputs):
-    """The encoder's embeddings, `ENCODER_CHUNK` sentences at a time."""
-    batch_size = tf.shape(inputs["input_mask"])[0]
-    num_chunks = (batch_size + ENCODER_CHUNK - 1) // ENCODER_CHUNK
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
+  def token_lengths(self, sentences):
+    """int32 `[batch]`: the tokens each sentence fills in the encoder.
 
-    def encode_chunk(index, embeddings):
-      rows = slice(index * ENCODER_CHUNK, (index + 1) * ENCODER_CHUNK)
-      chunk = {name: ids[rows] for name, ids in inputs.items()}
-      # Padding is masked out of attention and pooling, so the encoder need
-      # only read as far as the chunk's longest sentence: short sentences
-      # cost a fraction of the full seq_length.
-      longest = tf.maximum(
-          tf.reduce_max(tf.reduce_sum(chunk["input_mask"], axis=1)), 1)
-      chunk = {name: ids[:, :longest] for name, ids in chunk.items()}
-      return index + 1, embeddings.write(index, self._encode(chunk))
-
-    embeddings = tf.TensorArray(
-        tf.float32, size=num_chunks, infer_shape=False,
-        element_shape=tf.TensorShape([None, self._hidden_size]))
-    _, embeddings = tf.while_loop(
-        lambda index, _: index < num_chunks, encode_chunk,
-        (tf.constant(0), embeddings), parallel_iterations=1)
-    return embeddings.concat()  # [batch, hidden]
+    `export.encode.embed_in_batches` orders sentences by it, so that a batch
+    holds sentences of one length and little padding is computed.
+    """
+    return tf.reduce_sum(self.preprocessor(sentences)["input_mask"], axis=1)
 
   @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def serve(self, sentences):

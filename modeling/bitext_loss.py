@@ -79,19 +79,34 @@ def cross_replica_additive_margin_loss(source, target, margin=0.3,
   values average to the loss on the global batch, and the gradients of
   value / num_replicas add up to its gradient.
   """
-  context = tf.distribute.get_replica_context()
-  if context is None or context.num_replicas_in_sync == 1:
+  gathered = gather_pairs_across_replicas(source, target)
+  if gathered is None:
     return additive_margin_loss(source, target, margin, scale, normalize)
-  replicas = context.num_replicas_in_sync
-  all_sources = context.all_gather(source, axis=0)
-  all_targets = context.all_gather(target, axis=0)
-  local_batch = tf.shape(source)[0]
-  # Replicas hold equal slices (drop_remainder batches), in replica order.
-  first = context.replica_id_in_sync_group * local_batch
-  global_batch = tf.cast(tf.shape(all_sources)[0], tf.float32)
+  all_sources, all_targets, first, normalizer = gathered
   return additive_margin_loss(
       source, target, margin, scale, normalize, all_sources, all_targets,
-      first_positive=first, normalizer=global_batch / replicas)
+      first_positive=first, normalizer=normalizer)
+
+
+def gather_pairs_across_replicas(source, target):
+  """Every replica's pairs, for losses that rank across the global batch.
+
+  Returns None outside a multi-replica context; else `(all_sources,
+  all_targets, first, normalizer)`: the gathered `[global_batch, dim]`
+  vectors (`all_gather` is differentiable), the global index of this
+  replica's first pair, and the divisor that puts a sum over this replica's
+  pairs in Model Garden's convention (global batch / replicas).
+  """
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return None
+  all_sources = context.all_gather(source, axis=0)
+  all_targets = context.all_gather(target, axis=0)
+  # Replicas hold equal slices (drop_remainder batches), in replica order.
+  first = context.replica_id_in_sync_group * tf.shape(source)[0]
+  global_batch = tf.cast(tf.shape(all_sources)[0], tf.float32)
+  return (all_sources, all_targets, first,
+          global_batch / context.num_replicas_in_sync)
 
 
 @tf_keras.utils.register_keras_serializable(package="cmlm")

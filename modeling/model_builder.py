@@ -13,6 +13,8 @@ import tf_keras
 
 from modeling.conditional_mlm import ConditionalMaskedLM
 from modeling.conditional_mlm import ConditionalMlmHead
+from modeling.lenses import LensConfig
+from modeling.lenses import build_lens
 from modeling.pooling import POOLING_MODES
 from modeling.projection_head import ProjectionHead
 from modeling.sentence_encoder import SENTENCE_REPRESENTATIONS
@@ -32,15 +34,28 @@ class SentenceEncoderConfig(base_config.Config):
       head P(v) CMLM conditions on, whose positions the transformer reserves.
     pooling: "mean" | "cls" | "max" (table 9).
     sentence_representation: "pooled" (v) or "proj" (mean of v_p; table 7).
+    lens: contextual lensing (Kiros et al. 2020, section 3): a lens over the
+      transformer's token states gives the sentence embedding instead of
+      `pooling` ("none": no lens).
+    trainable_core: False freezes the transformer and projection head (the
+      lensing "core"): not trainable, always run with training=False; only
+      the lens and the objectives' heads train.
   """
   encoder: encoders.BertEncoderConfig = dataclasses.field(
       default_factory=encoders.BertEncoderConfig)
   num_projections: int = 15
   pooling: str = "mean"
   sentence_representation: str = "pooled"
+  lens: LensConfig = dataclasses.field(default_factory=LensConfig)
+  trainable_core: bool = True
 
   def validate(self):
     super().validate()
+    self.lens.validate()
+    if self.lens.type != "none" and self.sentence_representation == "proj":
+      raise ValueError('model.lens replaces the pooled sentence vector; set '
+                       'model.sentence_representation="pooled" or '
+                       'model.lens.type="none".')
     if self.pooling not in POOLING_MODES:
       raise ValueError(f"model.pooling must be one of {POOLING_MODES}, "
                        f"got {self.pooling!r}.")
@@ -68,7 +83,8 @@ def build_sentence_encoder(config: SentenceEncoderConfig,
   return SentenceEncoder(
       transformer, pooling=config.pooling,
       sentence_representation=config.sentence_representation,
-      projection_head=projection_head, name="sentence_encoder")
+      projection_head=projection_head, lens=build_lens(config.lens),
+      trainable_core=config.trainable_core, name="sentence_encoder")
 
 
 def build_cmlm_head(encoder: SentenceEncoder, skip: bool = False,

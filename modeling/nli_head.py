@@ -30,24 +30,36 @@ def sentence_pair_embeddings(encoder: SentenceEncoder, features, first: str,
 
 @tf_keras.utils.register_keras_serializable(package="cmlm")
 class NliHead(tf_keras.layers.Layer):
-  """The 3-way classifier on [u, v, |u - v|, u * v] (section 4.3)."""
+  """The 3-way classifier on [u, v, |u - v|, u * v] (section 4.3).
+
+  With `hidden_size` > 0 it is the two-layer network of contextual
+  lensing's Classifier (Kiros et al. 2020, section 3.1): a ReLU layer of
+  that size, then the softmax layer.
+  """
 
   def __init__(self, num_classes: int = 3, initializer="glorot_uniform",
-               **kwargs):
+               hidden_size: int = 0, **kwargs):
     super().__init__(**kwargs)
     self.num_classes = num_classes
+    self.hidden_size = hidden_size
     self._initializer = tf_keras.initializers.get(initializer)
+    self.hidden = (tf_keras.layers.Dense(
+        hidden_size, activation="relu", kernel_initializer=self._initializer,
+        name="nli_hidden") if hidden_size > 0 else None)
     self.classifier = tf_keras.layers.Dense(
         num_classes, kernel_initializer=self._initializer,
         name="nli_classifier")
 
   def call(self, u, v):
-    return self.classifier(pair_features(u, v))  # [batch, num_classes]
+    features = pair_features(u, v)  # [batch, 4 * dim]
+    if self.hidden is not None:
+      features = self.hidden(features)  # [batch, hidden_size]
+    return self.classifier(features)  # [batch, num_classes]
 
   def get_config(self):
     return dict(super().get_config(), num_classes=self.num_classes,
                 initializer=tf_keras.initializers.serialize(
-                    self._initializer))
+                    self._initializer), hidden_size=self.hidden_size)
 
 
 @tf_keras.utils.register_keras_serializable(package="cmlm")

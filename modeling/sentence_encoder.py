@@ -108,20 +108,34 @@ class SentenceEncoder(tf_keras.Model):
   `input_mask`, `input_type_ids`. Outputs: `default` and `pooled_output` (the
   sentence embedding), `sequence_output`, `encoder_outputs`.
 
+  With a `lens` (Kiros et al. 2020, `modeling/lenses.py`) the sentence
+  embedding is the lens's reduction of `sequence_output` instead of
+  `pooling`. With `trainable_core=False` the transformer (and projection
+  head) is the frozen core of contextual lensing: its variables are not
+  trainable (no gradients, no optimizer slots) and it always runs with
+  `training=False` (no dropout); only the lens and objective heads train.
+
   Args:
     transformer: a `BertEncoderV2` (see `build_transformer`).
     pooling: "mean", "cls" or "max" (table 9).
     sentence_representation: "pooled" uses v itself; "proj" uses the mean of
       the N projected vectors, v_s = 1/N sum_i v_p^(i) (table 7, "proj").
     projection_head: the CMLM projection, required for "proj".
+    lens: a lens layer of `modeling/lenses.py`, or None.
+    trainable_core: False freezes the transformer and projection head.
   """
 
   def __init__(self, transformer: networks.BertEncoderV2,
                pooling: str = "mean",
                sentence_representation: str = "pooled",
                projection_head: Optional[ProjectionHead] = None,
+               lens: Optional[tf_keras.layers.Layer] = None,
+               trainable_core: bool = True,
                **kwargs):
     super().__init__(**kwargs)
+    if lens is not None and sentence_representation == "proj":
+      raise ValueError('A lens replaces the pooled sentence vector; it cannot '
+                       'be combined with sentence_representation="proj".')
     if sentence_representation not in SENTENCE_REPRESENTATIONS:
       raise ValueError(
           "sentence_representation must be one of "
@@ -134,24 +148,35 @@ class SentenceEncoder(tf_keras.Model):
     self.pooling = SentencePooling(pooling, name="pooling")
     self.sentence_representation = sentence_representation
     self.projection_head = projection_head
+    self.lens = lens
+    self.trainable_core = trainable_core
+    if not trainable_core:
+      transformer.trainable = False
+      if projection_head is not None:
+        projection_head.trainable = False
 
   @property
   def hidden_size(self) -> int:
     return self.transformer.get_config()["hidden_size"]
 
   def sentence_vector(self, inputs, training=None):
-    """Returns (v `[batch, hidden]`, the transformer's outputs) for `inputs`."""
+    """Returns (v `[batch, hidden]`, the transformer's outputs) for `inputs`
+    (v is the `pooling` of the sequence output, also under a lens)."""
     outputs = self.transformer(
         dict(input_word_ids=inputs["input_word_ids"],
              input_mask=inputs["input_mask"],
              input_type_ids=inputs["input_type_ids"]),
-        training=training)
+        training=training if self.trainable_core else False)
     vector = self.pooling(outputs["sequence_output"], inputs["input_mask"])
     return vector, outputs
 
   def call(self, inputs, training=None):
     vector, outputs = self.sentence_vector(inputs, training=training)
-    if self.sentence_representation == "proj":
+    if self.lens is not None:
+      # [batch, time, hidden] -> [batch, lens output_size]
+      vector = self.lens(outputs["sequence_output"], inputs["input_mask"],
+                         training=training)
+    elif self.sentence_representation == "proj":
       # [batch, num_projections, hidden] -> [batch, hidden]
       vector = tf.reduce_mean(self.projection_head(vector), axis=1)
     return dict(default=vector, pooled_output=vector,
@@ -165,7 +190,10 @@ class SentenceEncoder(tf_keras.Model):
                 transformer=serialize_transformer(self.transformer),
                 pooling=self.pooling.mode,
                 sentence_representation=self.sentence_representation,
-                projection_head=projection_head)
+                projection_head=projection_head,
+                lens=(None if self.lens is None else
+                      tf_keras.layers.serialize(self.lens)),
+                trainable_core=self.trainable_core)
 
   @classmethod
   def from_config(cls, config, custom_objects=None):
@@ -175,6 +203,9 @@ class SentenceEncoder(tf_keras.Model):
     if isinstance(config.get("projection_head"), dict):
       config["projection_head"] = tf_keras.layers.deserialize(
           config["projection_head"], custom_objects=custom_objects)
+    if isinstance(config.get("lens"), dict):
+      config["lens"] = tf_keras.layers.deserialize(
+          config["lens"], custom_objects=custom_objects)
     return cls(**config)
 
   def build_from_config(self, config):

@@ -10,6 +10,7 @@
   cmlm_cse          SimCSE + conditional MLM auxiliary network (eq. 6)
   masked_lm         InfoXLM's MMLM and TLM (Chi et al. 2021, 3.1-3.2)
   xlco              InfoXLM's cross-lingual contrast with momentum (3.3)
+  ranker            contextual lensing's VSE++ Ranker (Kiros et al. 2020, 3.1)
 
 Adding an objective: a new module here registering itself with
 `@base.register_objective("kind")`, imported in the list below (see BUILD.md,
@@ -27,3 +28,4 @@ from objectives import simcse  # noqa: F401
 from objectives import cmlm_cse  # noqa: F401
 from objectives import masked_lm  # noqa: F401
 from objectives import xlco  # noqa: F401
+from objectives import ranker  # noqa: F401

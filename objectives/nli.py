@@ -26,6 +26,9 @@ class NliObjectiveConfig(base.ObjectiveConfig):
   validation_data: nli_data.NliDataConfig = dataclasses.field(
       default_factory=nli_data.NliDataConfig)
   num_classes: int = 3
+  # > 0: a ReLU layer of this size before the softmax layer, contextual
+  # lensing's two-layer Classifier (Kiros et al. 2020, 3.1; table 3).
+  hidden_size: int = 0
 
 
 @base.register_objective("nli")
@@ -54,7 +57,7 @@ class NliObjective(base.Objective):
     return NliHead(self.config.num_classes,
                    initializer=tf_keras.initializers.TruncatedNormal(
                        stddev=self.model_config.encoder.initializer_range),
-                   name="nli_head")
+                   hidden_size=self.config.hidden_size, name="nli_head")
 
   def call(self, encoder, head, state, features, training=None):
     del state

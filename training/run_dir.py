@@ -13,6 +13,7 @@ CMLM head) is restored by item name. Errors say clearly why a directory or
 checkpoint cannot be read, before anything is written.
 """
 import dataclasses
+import functools
 import os
 from typing import List, Optional, Sequence
 
@@ -21,6 +22,7 @@ import tensorflow as tf
 import yaml
 
 from data_pipelines import tokenization
+from modeling import length_chunks
 from modeling import model_builder
 from modeling.sentence_encoder import SentenceEncoder
 from official.core import config_definitions as cfg
@@ -178,18 +180,34 @@ def embed_sentences(encoder: SentenceEncoder,
                     tokenizer: tokenization.WordPieceTokenizer,
                     sentences: Sequence[str], batch_size: int = 256,
                     normalize: bool = True) -> np.ndarray:
-  """Sentence embeddings `[len(sentences), hidden]`, L2-normalised or not."""
+  """Sentence embeddings `[len(sentences), hidden]`, L2-normalised or not.
+
+  Computed as the serving model computes them: each batch's rows ordered by
+  length and read in chunks cut to their longest (`length_chunks`).
+  """
+  embed_batch = _embedding_function(encoder, tokenizer)
   vectors: List[np.ndarray] = []
   for start in range(0, len(sentences), batch_size):
-    batch = tf.constant(list(sentences[start:start + batch_size]))
-    vectors.append(encoder(tokenizer.tokenize_and_pack(batch),
-                           training=False)["default"].numpy())
+    batch = tf.constant(list(sentences[start:start + batch_size]), tf.string)
+    vectors.append(embed_batch(batch).numpy())
   if not vectors:
     return np.zeros([0, encoder.hidden_size], np.float32)
   vectors = np.concatenate(vectors)
   if not normalize:
     return vectors
   return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=8)
+def _embedding_function(encoder: SentenceEncoder,
+                        tokenizer: tokenization.WordPieceTokenizer):
+  """One traced function per encoder and tokenizer: strings -> embeddings."""
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  def embed_batch(sentences):
+    return length_chunks.encode_by_length(  # [batch, hidden]
+        lambda inputs: encoder(inputs, training=False)["default"],
+        tokenizer.tokenize_and_pack(sentences))
+  return embed_batch
 
 
 def _unreadable(checkpoint_path: str, error: Exception) -> str:

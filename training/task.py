@@ -279,6 +279,14 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
                      f"{', '.join(sorted(available)) or 'nothing'}).")
   items = {name: item for name, item in model.checkpoint_items.items()
            if name in available}
+  if "encoder" in items and not lens_in_checkpoint(model.encoder,
+                                                   checkpoint_path):
+    # A lens run starting from a core without that lens (contextual lensing:
+    # an imported BERT, a CMLM run): the core alone is restored and the lens
+    # starts from its initialisation.
+    items["encoder"] = encoder_core(model.encoder)
+    print(f"The lens of model.lens starts fresh on the core of "
+          f"{checkpoint_path}.", flush=True)
   status = tf.train.Checkpoint(**items).read(checkpoint_path)
   status.expect_partial().assert_existing_objects_matched()
   logging.info("Restored %s from %s.", ", ".join(sorted(items)),
@@ -286,6 +294,25 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
   print(f"Started from {checkpoint_path}: {', '.join(sorted(items))}.",
         flush=True)
   return sorted(items)
+
+
+def lens_in_checkpoint(encoder: SentenceEncoder, checkpoint_path: str
+                       ) -> bool:
+  """Whether `checkpoint_path` holds `encoder`'s lens variables (True when
+  the encoder has no lens with variables: nothing is missing)."""
+  if encoder.lens is None or not encoder.lens.weights:
+    return True
+  return any(key.startswith("encoder/lens/")
+             for key, _ in tf.train.list_variables(checkpoint_path))
+
+
+def encoder_core(encoder: SentenceEncoder) -> tf.train.Checkpoint:
+  """The `encoder` checkpoint item without the lens: the transformer and
+  projection head under their names in a `SentenceEncoder`."""
+  parts = dict(transformer=encoder.transformer)
+  if encoder.projection_head is not None:
+    parts["projection_head"] = encoder.projection_head
+  return tf.train.Checkpoint(**parts)
 
 
 def check_vocab_matches_encoder(vocab_file: str, vocab_size: int):

@@ -37,6 +37,7 @@ from official.core import train_utils
 from official.modeling import hyperparams
 from official.modeling import performance
 from data_pipelines import unk_rate
+from training import best_checkpoint
 from training import fault_tolerance
 from training import run_dir
 from training import run_lock
@@ -149,7 +150,8 @@ def adopt_init_checkpoint_encoder(params) -> None:
 
   When `task.init_checkpoint` is a run of ours (params.yaml beside it), its
   `task.model` replaces the experiment's (the encoder must be that run's to
-  be restored; its dropout rates stay the experiment's), and an unset `task.tokenization.vocab_file` takes that run's
+  be restored; its dropout rates, and a lens with `trainable_core`, stay the
+  experiment's), and an unset `task.tokenization.vocab_file` takes that run's
   vocabulary, casing and text normalization (the sequence length stays the
   experiment's). NLI fine-tuning (cmlm/xnli) thus needs only the run and the
   data.
@@ -170,9 +172,17 @@ def adopt_init_checkpoint_encoder(params) -> None:
   # the experiment's (SimCSE's dropout-off check sets them to 0).
   dropout = {key: getattr(task.model.encoder, key)
              for key in ("dropout_rate", "attention_dropout_rate")}
+  # A lens and a frozen core are what a lensing run trains on top of the
+  # source (Kiros et al. 2020): they stay the experiment's too, unless the
+  # experiment has none.
+  lensing = {key: task.model.as_dict()[key]
+             for key in ("lens", "trainable_core")}
   task.model.override(source.model.as_dict(), is_strict=True)
   task.model.encoder.override(dropout, is_strict=True)
   taken = "task.model (but its dropout rates)"
+  if lensing["lens"]["type"] != "none" or not lensing["trainable_core"]:
+    task.model.override(lensing, is_strict=True)
+    taken = "task.model (but its dropout rates, lens and trainable_core)"
   if not task.tokenization.vocab_file:
     task.tokenization.override(
         {key: getattr(source.tokenization, key) for key in
@@ -229,9 +239,17 @@ def mixed_precision(dtype: Optional[str]):
 class _ExperimentRunner(train_lib.OrbitExperimentRunner):
   """Model Garden's runner: chief-only outputs, SIGTERM checkpoints."""
 
-  def __init__(self, termination, **kwargs):
+  def __init__(self, termination, scored_selection=False, **kwargs):
     self._termination = termination
+    self._scored_selection = scored_selection
     super().__init__(**kwargs)
+
+  def _build_best_checkpoint_exporter(self):
+    # An injected scorer keeps the best checkpoint itself (a train action,
+    # training/best_checkpoint.py); validation logs lack its metric.
+    if self._scored_selection:
+      return None
+    return super()._build_best_checkpoint_exporter()
 
   def _maybe_build_checkpoint_manager(self):
     if self.strategy.extended.should_checkpoint:
@@ -278,15 +296,23 @@ class TrainResult:
   model: tf_keras.Model
   trainer: CmlmTrainer
   progress: Optional[ProgressReporter]
+  best: Optional[best_checkpoint.BestCheckpointSelector] = None
 
 
-def run(params, model_dir: str, mode: str = "train",
-        strategy=None) -> TrainResult:
+def run(params, model_dir: str, mode: str = "train", strategy=None,
+        best_checkpoint_scorer: Optional[best_checkpoint.Scorer] = None
+        ) -> TrainResult:
   """Trains (and/or evaluates) `params` in `model_dir`.
 
   Training takes `model_dir`'s lock (`run_lock`; the chief only) before
   writing anything, and checks the tokenization against a sample of the
   training text (`check_training_text`).
+
+  With `best_checkpoint_scorer` (embeddings function -> score), training
+  scores the encoder every `trainer.validation_interval` steps and keeps the
+  best checkpoint in `<model_dir>/<trainer.best_checkpoint_export_subdir>`
+  (training/best_checkpoint.py; `trainer.best_checkpoint_eval_metric` names
+  the score).
 
   Raises:
     run_lock.RunDirectoryInUse: another process trains in `model_dir`.
@@ -302,6 +328,9 @@ def run(params, model_dir: str, mode: str = "train",
                      "there, and a run resumes from it.")
   task_config = params.task
   task_config.validate_inputs(mode)
+  selecting = best_checkpoint_scorer is not None and "train" in mode
+  if selecting:
+    best_checkpoint.check_config(params.trainer)
   # Our SIGTERM handling replaces Model Garden's on-demand preemption
   # checkpoints (which keep the process running after the save).
   runner_params = copy.deepcopy(params)
@@ -322,20 +351,27 @@ def run(params, model_dir: str, mode: str = "train",
           trainer_cls=CmlmTrainer)
     if chief:
       train_utils.serialize_config(params, model_dir)
-    progress = None
+    progress = best = None
+    actions = []
     if "train" in mode:
       progress = ProgressReporter(params.trainer.train_steps,
                                   trainer.global_step)
+      actions.append(progress)
+    if selecting and chief:
+      best = best_checkpoint.BestCheckpointSelector(
+          trainer.model, params, model_dir, best_checkpoint_scorer,
+          trainer.global_step)
+      actions.append(best)
     with fault_tolerance.TerminationSignal() as termination:
       runner = _ExperimentRunner(
-          termination, distribution_strategy=strategy, task=task, mode=mode,
+          termination, scored_selection=selecting,
+          distribution_strategy=strategy, task=task, mode=mode,
           params=runner_params, model_dir=model_dir, trainer=trainer,
-          save_summary=chief,
-          train_actions=[progress] if progress else None)
+          save_summary=chief, train_actions=actions or None)
       try:
         model, _ = runner.run()
       finally:
         if not chief and runner.checkpoint_manager:
           shutil.rmtree(runner.checkpoint_manager.directory,
                         ignore_errors=True)
-  return TrainResult(model, trainer, progress)
+  return TrainResult(model, trainer, progress, best)

@@ -1,4 +1,4 @@
-r"""The main job (`make demo`, cmlm/demo.py): train cmlm/tiny on the embedded
+r"""The main job (`make demo`, cmlm/demo.py): train cmlm/demo on the embedded
 corpus, measure on every held-out pair the conditioning gain (with a
 bootstrap 95% interval), next-sequence retrieval and STS-B dev against the
 untrained encoder, show the nearest neighbours of a few held-out queries,
@@ -14,7 +14,7 @@ FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model_dir", None, "Where the run goes (default "
                     "runs/demo, replaced).", flag_values=FLAGS)
 flags.DEFINE_integer("train_steps", None, "Training steps (default: "
-                     "cmlm/tiny's).", flag_values=FLAGS)
+                     "cmlm/demo's).", flag_values=FLAGS)
 
 
 def main(argv) -> None:

@@ -1,8 +1,18 @@
-r"""Embed a file of sentences with an exported model (export/encode.py): row
-i of the float32 .npy written is the embedding of line i.
+r"""Embed a file of sentences with a model (export/encode.py): row i of the
+array written is the embedding of sentence i.
 
     python -m cmlm encode --model=exports/tiny --input=sentences.txt \
         --output=embeddings.npy [--batch_size=256] [--nonormalize]
+    python -m cmlm encode --model=runs/tiny --input=data.jsonl \
+        --text_field=sentence --output=out.parquet --precision=int8 \
+        --calibration=corpus_embeddings.npy --truncate_dim=64
+    cat sentences.txt | python -m cmlm encode --model=M --input=- --output=e.npy
+
+--input: .txt (one sentence a line), .jsonl (--text_field), .csv/.tsv
+(--column, --header), or - for standard input (--input_format). --output:
+.npy, .jsonl ({"text", "embedding"} a line) or .parquet. Embeddings are
+truncated (--truncate_dim), then L2-normalised (--normalize), then
+quantized (--precision, sentence-transformers' quantize_embeddings).
 """
 from absl import flags
 
@@ -10,17 +20,52 @@ from cmlm.commands import flag_parsing
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model", None, "An export directory (encoder/ + "
-                    "preprocessor/), a text-to-embedding SavedModel, or a TF "
-                    "Serving base path (its highest version).",
+                    "preprocessor/), a text-to-embedding SavedModel, a TF "
+                    "Serving base path (its highest version), a training "
+                    "--model_dir, or ENCODER_DIR,PREPROCESSOR_DIR.",
                     flag_values=FLAGS)
-flags.DEFINE_string("input", None, "A text file, one sentence a line (UTF-8).",
-                    flag_values=FLAGS)
-flags.DEFINE_string("output", None, "The .npy file of embeddings to write.",
-                    flag_values=FLAGS)
+flags.DEFINE_string("checkpoint", None, "With a training --model: a "
+                    "checkpoint prefix, e.g. MODEL_DIR/ckpt-1000 (default: "
+                    "the latest).", flag_values=FLAGS)
+flags.DEFINE_string("input", None, "The sentences: a .txt file (one a line), "
+                    ".jsonl, .csv or .tsv file (UTF-8), or - for standard "
+                    "input.", flag_values=FLAGS)
+flags.DEFINE_enum("input_format", "auto", ["auto", "txt", "jsonl", "csv",
+                                           "tsv"],
+                  "How to read --input (auto: from its extension; txt for "
+                  "- and unknown extensions).", flag_values=FLAGS)
+flags.DEFINE_string("text_field", "text", "jsonl: the key holding the "
+                    "sentence.", flag_values=FLAGS)
+flags.DEFINE_string("column", None, "csv/tsv: the sentences' column, a "
+                    "header name or a 0-based index (may be left out when "
+                    "rows have one cell).", flag_values=FLAGS)
+flags.DEFINE_bool("header", True, "csv/tsv: the first row names the "
+                  "columns (it is not encoded).", flag_values=FLAGS)
+flags.DEFINE_string("output", None, "The file to write: .npy, .jsonl or "
+                    ".parquet.", flag_values=FLAGS)
+flags.DEFINE_enum("output_format", "auto", ["auto", "npy", "jsonl",
+                                            "parquet"],
+                  "How to write --output (auto: from its extension).",
+                  flag_values=FLAGS)
 flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
                      flag_values=FLAGS)
-flags.DEFINE_bool("normalize", True, "L2-normalise the written embeddings.",
+flags.DEFINE_bool("normalize", True, "L2-normalise the written embeddings "
+                  "(after --truncate_dim). --nonormalize is refused for a "
+                  "model that normalises in its graph.", flag_values=FLAGS)
+flags.DEFINE_integer("truncate_dim", None, "Keep the first N dimensions "
+                     "(Matryoshka-style), before normalising.",
+                     flag_values=FLAGS)
+flags.DEFINE_enum("precision", "float32", ["float32", "int8", "uint8",
+                                           "binary", "ubinary"],
+                  "Embedding quantization, as sentence-transformers' "
+                  "quantize_embeddings: int8/uint8 per-dimension buckets, "
+                  "binary/ubinary one bit a dimension packed 8 to a byte.",
                   flag_values=FLAGS)
+flags.DEFINE_string("calibration", None, "int8/uint8: the embeddings whose "
+                    "per-dimension min and max set the buckets: a .npy of "
+                    "float embeddings of this model, or a file of sentences "
+                    "(read like --input) to embed (default: the embeddings "
+                    "written).", flag_values=FLAGS)
 flags.DEFINE_bool("overwrite", False, "Replace --output when it exists.",
                   flag_values=FLAGS)
 
@@ -30,5 +75,9 @@ def main(argv) -> None:
   from export import encode  # pylint: disable=g-import-not-at-top
   embeddings = encode.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,
-      normalize=FLAGS.normalize, overwrite=FLAGS.overwrite)
-  print(f"Wrote {FLAGS.output}: float32 {list(embeddings.shape)}")
+      normalize=FLAGS.normalize, overwrite=FLAGS.overwrite,
+      checkpoint=FLAGS.checkpoint, input_format=FLAGS.input_format,
+      text_field=FLAGS.text_field, column=FLAGS.column, header=FLAGS.header,
+      output_format=FLAGS.output_format, precision=FLAGS.precision,
+      truncate_dim=FLAGS.truncate_dim, calibration=FLAGS.calibration)
+  print(f"Wrote {FLAGS.output}: {embeddings.dtype} {list(embeddings.shape)}")

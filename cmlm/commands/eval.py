@@ -5,6 +5,7 @@ report.json and report.md (evaluation/runner.py).
     python -m cmlm eval --model=M --tasks=T1,T2 [--report_dir=runs/eval] \
         [--data_dir=../shared/data/eval] [--max_examples=N] [--batch_size=256]
 """
+import shlex
 from typing import List, Optional
 
 from absl import flags
@@ -57,6 +58,12 @@ flags.DEFINE_string("tatoeba_languages", None, "tatoeba: comma-separated ISO "
 flags.DEFINE_bool("tatoeba_pcr", False, "tatoeba: remove each language's "
                   "first principal component first (section 5.2, table 8).",
                   flag_values=FLAGS)
+flags.DEFINE_float("binary_threshold", None, "tatoeba, sts-b, sick-r: also "
+                   "score by Hamming and Jaccard on the binary vectors "
+                   "default >= T (a lens's sparse codes, Kiros et al. 2020: "
+                   "T=1.0), with their active fraction; needs the raw "
+                   "embedding (a run, or encoder + preprocessor).",
+                   flag_values=FLAGS)
 flags.DEFINE_string("langdist_pool", None, "langdist: LANG=FILE,... "
                     "line-aligned files (default Multi30k val en, de, fr, "
                     "cs).", flag_values=FLAGS)
@@ -74,7 +81,8 @@ def main(argv) -> dict:
       bitext_dir=FLAGS.bitext_dir or runner.DEFAULT_BITEXT_DIR,
       batch_size=FLAGS.batch_size, max_examples=FLAGS.max_examples,
       tatoeba_languages=_split(FLAGS.tatoeba_languages),
-      tatoeba_pcr=FLAGS.tatoeba_pcr, mining_source=FLAGS.mining_source,
+      tatoeba_pcr=FLAGS.tatoeba_pcr, binary_threshold=FLAGS.binary_threshold,
+      mining_source=FLAGS.mining_source,
       mining_target=FLAGS.mining_target, mining_gold=FLAGS.mining_gold,
       mining_threshold=FLAGS.mining_threshold,
       langdist_pool=runner.parse_assignments(FLAGS.langdist_pool,
@@ -83,7 +91,9 @@ def main(argv) -> dict:
   return runner.evaluate(
       FLAGS.model, _split(FLAGS.tasks) or [], options, FLAGS.data_dir,
       runner.parse_assignments(FLAGS.task_data, "task_data"),
-      checkpoint=FLAGS.checkpoint)
+      checkpoint=FLAGS.checkpoint,
+      command_line=" ".join(shlex.quote(a) for a in
+                            ["python", "-m", "cmlm", "eval", *argv]))
 
 
 def _split(text: Optional[str]) -> Optional[List[str]]:

@@ -10,6 +10,13 @@ again resumes from its latest checkpoint. SIGTERM saves a checkpoint and
 exits with status 143; a non-finite loss stops with status 1; a second
 process on the same --model_dir, or a full disk during a save, stops with
 one line and status 2.
+
+Model selection (SimCSE's "STS-B dev every 125 steps, keep the best"): with
+`trainer.best_checkpoint_eval_metric` naming an evaluation task (e.g.
+sts-b) and `trainer.best_checkpoint_export_subdir` (e.g. best), the encoder
+is scored on that task every `trainer.validation_interval` steps and at the
+end; the best checkpoint is kept in MODEL_DIR/best with info.json (score,
+step). Read it with `--checkpoint=MODEL_DIR/best` (export, eval, encode).
 """
 from absl import flags
 from absl import logging
@@ -27,6 +34,11 @@ flags.DEFINE_enum("strategy", None, STRATEGIES,
                   "Distribution strategy; overrides "
                   "runtime.distribution_strategy of the experiment.",
                   flag_values=FLAGS)
+flags.DEFINE_string("eval_data_dir", None,
+                    "Benchmark files for a best-checkpoint score "
+                    "(trainer.best_checkpoint_eval_metric=sts-b...), in the "
+                    "eval command's --data_dir layout (default "
+                    "../shared/data/eval).", flag_values=FLAGS)
 
 
 def main(argv) -> None:
@@ -37,6 +49,16 @@ def main(argv) -> None:
                               FLAGS.params_override, FLAGS.strategy, FLAGS.tpu)
   logging.info("Experiment %s, strategy %s, model_dir %s", FLAGS.experiment,
                params.runtime.distribution_strategy, FLAGS.model_dir)
+  scorer = None
+  metric = params.trainer.best_checkpoint_eval_metric
+  from evaluation import model_selection  # pylint: disable=g-import-not-at-top
+  if metric and model_selection.is_task(metric):
+    scorer = model_selection.task_scorer(metric, FLAGS.eval_data_dir)
   with training_exits.training_exits("train"):
-    train.run(params, FLAGS.model_dir, FLAGS.mode or "train")
+    result = train.run(params, FLAGS.model_dir, FLAGS.mode or "train",
+                       best_checkpoint_scorer=scorer)
+  if result.best is not None and result.best.best_step is not None:
+    best = result.best.exporter.best_ckpt_logs[metric]
+    print(f"Best {metric} {float(best):.4g} at step {result.best.best_step}: "
+          f"{result.best.exporter.best_ckpt_path}")
   print(f"Checkpoints and TensorBoard summaries are in {FLAGS.model_dir}")

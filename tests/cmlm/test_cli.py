@@ -22,7 +22,7 @@ MODEL_GARDEN = {"experiment", "config_file", "params_override", "mode",
                 "model_dir", "tpu"}
 # Every command's flags (each also takes --verbosity).
 FLAGS_OF = {
-    "train": MODEL_GARDEN | {"strategy"},
+    "train": MODEL_GARDEN | {"strategy", "eval_data_dir"},
     "stages": {"config_file", "params_override", "model_dir", "tpu",
                "schedule", "stage_steps"},
     "demo": {"model_dir", "train_steps"},
@@ -32,8 +32,11 @@ FLAGS_OF = {
                "formula", "document_unit", "keep_unmarked", "overwrite"},
     "pcr": {"model_dir", "input", "sample_size", "checkpoint"},
     "export": {"model_dir", "export_dir", "checkpoint", "version",
-               "overwrite", "normalize", "export_mlm"},
-    "encode": {"model", "input", "output", "batch_size", "normalize",
+               "overwrite", "normalize", "export_mlm", "eval_report",
+               "model_card", "package_dir"},
+    "encode": {"model", "checkpoint", "input", "input_format", "text_field",
+               "column", "header", "output", "output_format", "batch_size",
+               "normalize", "truncate_dim", "precision", "calibration",
                "overwrite"},
     "import": {"source", "format", "vocab_file", "seq_length", "lower_case",
                "overwrite", "model_dir"},
@@ -41,7 +44,7 @@ FLAGS_OF = {
              "task_data", "report_dir", "max_examples", "bitext_dir",
              "mining_source", "mining_target", "mining_gold",
              "mining_threshold", "tatoeba_languages", "tatoeba_pcr",
-             "langdist_pool", "langdist_size"},
+             "langdist_pool", "langdist_size", "binary_threshold"},
 }
 
 

@@ -130,7 +130,8 @@ def test_cached_encoder_encodes_each_sentence_once():
   encoder = encoders.CachedEncoder(embed, show_progress=False)
   first = encoder(["a", "bb", "a", "ccc"], batch_size=2)
   second = encoder(["ccc", "dddd"], batch_size=2)
-  assert calls == [["a", "bb"], ["ccc"], ["dddd"]]
+  # Each new sentence once, in batches ordered longest first.
+  assert calls == [["ccc", "bb"], ["a"], ["dddd"]]
   np.testing.assert_array_equal(first[:, 0], [1, 2, 1, 3])
   np.testing.assert_array_equal(second[:, 0], [3, 4])
   assert encoder.num_encoded == 4

@@ -15,3 +15,32 @@ def test_mlm_gets_twice_the_batch_and_no_conditioning_for_equal_compute():
   # Everything else is the same experiment.
   assert cmlm.task.model.as_dict() == mlm.task.model.as_dict()
   assert cmlm_data.input_path == mlm_data.input_path
+
+
+def test_pcr_removes_the_shared_direction_fitted_on_training_sentences_only(
+    tmp_path):
+  import numpy as np
+  import pytest
+  from data_pipelines import cmlm_dataloader, corpus
+  paragraphs = [f"Paragraph {i} starts here. It ends in sentence {i}."
+                for i in range(40)]
+  (tmp_path / "text.txt").write_text("\n\n".join(paragraphs) + "\n")
+  config = cmlm_dataloader.CmlmDataConfig(input_path=str(tmp_path),
+                                          heldout_percent=30)
+  sample = cmlm_vs_mlm.pcr_sentences(config, 1000)
+  heldout = [s for document in corpus.sentence_documents(
+      corpus.read_documents(str(tmp_path), "heldout", 30)) for s in document]
+  assert heldout and sample and not set(sample) & set(heldout)
+  assert len(cmlm_vs_mlm.pcr_sentences(config, 3)) == 3
+  # Every embedding shares one direction; +PCR takes it out of each.
+  shared = np.array([3.0, 4.0, 0.0, 0.0]) / 5
+  rng = np.random.default_rng(0)
+  table = {s: 10 * shared + 0.1 * rng.normal(size=4) for s in sample}
+  encoder = lambda sentences, batch_size=256: np.stack(
+      [table[s] for s in sentences])
+  component = cmlm_vs_mlm.pcr.first_principal_component(encoder(sample))
+  removed = cmlm_vs_mlm.with_pcr(encoder, component)(sample)
+  assert abs(abs(component @ shared) - 1) < 1e-3
+  np.testing.assert_allclose(removed @ component, 0, atol=1e-9)
+  with pytest.raises(SystemExit):
+    cmlm_vs_mlm.parse_args(["--tasks=sts-b,nope"])

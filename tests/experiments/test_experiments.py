@@ -74,3 +74,12 @@ def test_train_rejects_bad_input_in_one_line_and_writes_nothing(
   assert len(errors) == 1 and expected in errors[0], result.stderr[-2000:]
   assert "Traceback" not in result.stderr
   assert not model_dir.exists()
+
+
+def test_demo_is_cmlm_tiny_with_max_pooling():
+  demo = exp_factory.get_exp_config("cmlm/demo").as_dict()
+  tiny = exp_factory.get_exp_config("cmlm/tiny").as_dict()
+  assert (demo["task"]["model"]["pooling"],
+          tiny["task"]["model"]["pooling"]) == ("max", "mean")
+  demo["task"]["model"]["pooling"] = "mean"
+  assert demo == tiny

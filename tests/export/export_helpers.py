@@ -98,9 +98,9 @@ def run_fresh_python(script: str, *args: str, timeout: int = 300):
   return completed
 
 
-def run_cli(*args: str):
-  """`python -m cmlm ARGS` from the repository root."""
+def run_cli(*args: str, input_text: str = None):
+  """`python -m cmlm ARGS` from the repository root (`input_text` on stdin)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   return subprocess.run([sys.executable, "-m", "cmlm", *args],
                         cwd=REPO_ROOT, env=env, capture_output=True,
-                        text=True, timeout=300)
+                        text=True, timeout=300, input=input_text)

@@ -91,3 +91,20 @@ def test_progress_prints_a_tenth_at_a_time_to_a_log():
   lines = stream.getvalue().splitlines()
   assert len(lines) == 11  # 0%, 10%, ..., 100%
   assert lines[-1].startswith("[" + "#" * 30 + "] 100% 100/100")
+
+
+def test_batches_are_ordered_by_token_count_and_rows_restored():
+  sentences = ["a a a a", "b", "c c", "d d d d d d", "e"]
+  token_counts = {"a": 1, "b": 5, "c": 2, "d": 3, "e": 9}  # not by characters
+  seen = []
+
+  def embed(batch):
+    seen.append([s[0] for s in batch])
+    return np.array([[ord(s[0])] for s in batch], np.float32)
+  embed.token_lengths = lambda strings: tf.constant(
+      [token_counts[s.decode()[0]] for s in strings.numpy()])
+
+  embeddings = encode.embed_in_batches(embed, sentences, batch_size=2)
+  assert seen == [["e", "b"], ["d", "c"], ["a"]]
+  np.testing.assert_array_equal(embeddings[:, 0],
+                                [ord(s[0]) for s in sentences])

@@ -106,9 +106,9 @@ def test_existing_versions_are_kept_unless_overwrite(tiny, tmp_path):
                                checkpoint=first.checkpoint_path,
                                overwrite=True, normalize=False)
   assert os.stat(saved).st_mtime_ns != stamp
-  assert sorted(os.listdir(export_dir)) == ["current", "encoder",
-                                            "preprocessor", "serving",
-                                            "versions"]
+  assert sorted(os.listdir(export_dir)) == ["README.md", "current",
+                                            "encoder", "preprocessor",
+                                            "serving", "versions"]
   assert sorted(os.listdir(os.path.join(export_dir, "serving"))) == [
       str(first.step), "7"]
   # The highest version wins, and it is not normalised.

@@ -112,6 +112,14 @@ def test_nli_head():
                  expected_num_trainable_weights=2)
 
 
+def test_nli_head_with_a_hidden_layer():
+  """Contextual lensing's two-layer Classifier (Kiros et al. 2020, 3.1)."""
+  run_layer_test(NliHead, dict(num_classes=3, hidden_size=8),
+                 (_normal(BATCH, HIDDEN), _normal(BATCH, HIDDEN, seed=1)),
+                 expected_output_shape=(BATCH, 3),
+                 expected_num_trainable_weights=4)
+
+
 def test_nli_model():
   features = helpers.fake_batch(BATCH, SEQ, PREDICTIONS)
   pair = dict(

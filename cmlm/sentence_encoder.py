@@ -1,0 +1,143 @@
+"""`cmlm.SentenceEncoder`: any model of the garden as a Python object.
+
+    from cmlm import SentenceEncoder
+    model = SentenceEncoder("exports/tiny")   # or a run, a SavedModel, a pair
+    embeddings = model.encode(["A sentence.", "Another."], batch_size=32,
+                              normalize_embeddings=True)  # np.ndarray [2, dim]
+
+`encode` takes sentence-transformers' arguments (`SentenceTransformer.encode`:
+`batch_size`, `show_progress_bar`, `precision`, `normalize_embeddings`,
+`truncate_dim`, `prompt`, ...) with the same meaning and order of operations
+(truncate, normalise, quantize), and ignores the keyword arguments it has no
+use for (MTEB's `task_name`, `prompt_type`, a `device`), so an instance is an
+MTEB model (MTEB 1's `encode(sentences, task_name=..., prompt_type=...)`,
+and MTEB 2's DataLoader of `{"text": [...]}` batches with `task_metadata`,
+`hf_split`, `hf_subset` keywords).
+
+Importing this module selects Keras 2 (`legacy_keras`) before TensorFlow
+loads, as every package of the garden does.
+"""
+import os
+import sys
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from export import encode as encode_lib
+from export import model_sources
+from export import postprocess
+from export import progress as progress_lib
+
+_OUTPUT_VALUES = ("sentence_embedding", None)
+
+
+class SentenceEncoder:
+  """Sentences to embeddings with a model of the garden, or any TF-Hub one.
+
+  Args:
+    model: a path to any of: an export of `python -m cmlm export` (its
+      published version), a text-to-embedding SavedModel or a TF Serving base
+      path (`serving/`), a training `--model_dir` (latest checkpoint, or
+      `checkpoint`), a TF-Hub style `encoder/` + `preprocessor/` directory,
+      or `"ENCODER_DIR,PREPROCESSOR_DIR"`.
+    checkpoint: with a training run, a checkpoint prefix (`RUN/ckpt-N`).
+
+  Attributes:
+    model_path: `model` as given.
+    normalizes_in_graph: the model L2-normalises its embeddings itself (our
+      serving model exported with `--normalize`); then
+      `normalize_embeddings=False` is refused.
+  """
+
+  def __init__(self, model: Union[str, os.PathLike],
+               checkpoint: Optional[str] = None):
+    self.model_path = os.fspath(model)
+    self._embed = model_sources.load(self.model_path, checkpoint)
+    self.normalizes_in_graph = model_sources.normalizes_in_graph(self._embed)
+    self._dimension = None
+
+  def __repr__(self) -> str:
+    return f"SentenceEncoder({self.model_path!r})"
+
+  def get_sentence_embedding_dimension(self) -> int:
+    """The size of the model's embeddings (before any `truncate_dim`)."""
+    if self._dimension is None:
+      self._dimension = int(np.asarray(self._embed(["a"])).shape[-1])
+    return self._dimension
+
+  def encode(self, sentences: Union[str, Sequence[str]],
+             prompt_name: Optional[str] = None, prompt: Optional[str] = None,
+             batch_size: int = 32, show_progress_bar: Optional[bool] = None,
+             output_value: Optional[str] = "sentence_embedding",
+             precision: str = "float32", convert_to_numpy: bool = True,
+             convert_to_tensor: bool = False, device=None,
+             normalize_embeddings: Optional[bool] = None,
+             truncate_dim: Optional[int] = None,
+             calibration_embeddings: Optional[np.ndarray] = None,
+             ranges: Optional[np.ndarray] = None, **kwargs) -> np.ndarray:
+    """The embeddings of `sentences`: `[len(sentences), dim]`, or `[dim]`
+    for one string; row i is sentence i's.
+
+    Args (sentence-transformers' names and meaning):
+      sentences: a string, a sequence of strings, or batches
+        `{"text": [...]}` (MTEB 2's DataLoader of `BatchedInput`).
+      prompt_name: refused (the garden's models define no prompts).
+      prompt: a text put before every sentence.
+      batch_size: sentences per model call; sentences are ordered by length
+        first, so that each batch pads little.
+      show_progress_bar: a progress line on stderr; None shows it when
+        stderr is a terminal.
+      output_value: "sentence_embedding" (or None); token embeddings are not
+        offered.
+      precision: float32, int8, uint8, binary, ubinary
+        (`export.quantization`, as `quantize_embeddings`).
+      convert_to_numpy, convert_to_tensor, device: accepted; the result is
+        always a NumPy array, TensorFlow places the model itself.
+      normalize_embeddings: True: unit vectors (after `truncate_dim`). None
+        (the default): as the model gives them. False: not normalised,
+        refused where the model normalises in its graph
+        (`normalizes_in_graph`).
+      truncate_dim: keep the first dimensions (1..dim).
+      calibration_embeddings, ranges: int8/uint8 buckets, as
+        `quantize_embeddings` takes them (default: from these embeddings).
+      **kwargs: ignored (MTEB passes `task_name`, `prompt_type`, ...).
+    """
+    del convert_to_numpy, convert_to_tensor, device, kwargs  # see Args
+    if prompt_name is not None:
+      raise ValueError(f"prompt_name={prompt_name!r}: this model defines no "
+                       "prompts; pass the text itself as prompt=.")
+    if output_value not in _OUTPUT_VALUES:
+      raise ValueError(f"output_value={output_value!r}: only "
+                       "'sentence_embedding' is offered.")
+    if batch_size < 1:
+      raise ValueError(f"batch_size must be 1 or more, got {batch_size}.")
+    if truncate_dim is not None and truncate_dim < 1:
+      raise ValueError(f"truncate_dim must be 1 or more, got {truncate_dim}.")
+    postprocess.check_normalize(normalize_embeddings, self.normalizes_in_graph,
+                                self.model_path)
+    single = isinstance(sentences, str)
+    texts = [sentences] if single else list(sentences)
+    if texts and isinstance(texts[0], dict):
+      # MTEB 2 passes a DataLoader of batches {"text": [...], ...}.
+      texts = [text for batch in texts for text in batch["text"]]
+    for index, text in enumerate(texts):
+      if not isinstance(text, str):
+        raise TypeError(f"sentences[{index}] is {type(text).__name__}, not a "
+                        "string.")
+    if prompt:
+      texts = [prompt + text for text in texts]
+    if show_progress_bar is None:
+      show_progress_bar = getattr(sys.stderr, "isatty", lambda: False)()
+    if texts:
+      progress = progress_lib.Progress(len(texts), enabled=show_progress_bar)
+      embeddings = encode_lib.embed_in_batches(self._embed, texts, batch_size,
+                                               progress.update)
+      progress.close()
+      self._dimension = embeddings.shape[1]
+    else:
+      embeddings = np.zeros([0, self.get_sentence_embedding_dimension()],
+                            np.float32)
+    embeddings = postprocess.postprocess(
+        embeddings, truncate_dim, normalize_embeddings, precision,
+        calibration_embeddings, ranges)
+    return embeddings[0] if single else embeddings

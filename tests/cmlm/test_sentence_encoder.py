@@ -1,0 +1,144 @@
+"""`from cmlm import SentenceEncoder`: every model kind, sentence-transformers'
+`encode` arguments, MTEB's extras, and an installed copy outside the tree."""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cmlm
+from cmlm.sentence_encoder import SentenceEncoder
+from export import quantization
+from tests.export import export_helpers
+
+SENTENCES = export_helpers.SENTENCES
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_run, tiny_export):
+  return export_helpers.tiny_export(tiny_run, tiny_export)
+
+
+def unit(rows):
+  return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_cmlm_exposes_the_class_lazily():
+  assert cmlm.SentenceEncoder is SentenceEncoder
+  assert "SentenceEncoder" in dir(cmlm)
+  with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+    cmlm.Nope  # pylint: disable=pointless-statement
+  # The command line does not pay for it: `import cmlm` loads no TensorFlow.
+  completed = subprocess.run(
+      [sys.executable, "-c", "import sys, cmlm; "
+       "print('tensorflow' in sys.modules)"],
+      cwd=export_helpers.REPO_ROOT, capture_output=True, text=True,
+      check=True)
+  assert completed.stdout.strip() == "False"
+
+
+def test_every_model_kind_gives_the_trained_encoder_s_embeddings(tiny):
+  expected = unit(tiny.in_memory_embeddings(SENTENCES))
+  export_dir = tiny.result.export_dir
+  kinds = [export_dir, os.path.dirname(tiny.result.serving_dir),
+           tiny.model_dir,
+           f"{export_dir}/encoder,{export_dir}/preprocessor"]
+  for kind in kinds:
+    model = SentenceEncoder(kind)
+    embeddings = model.encode(SENTENCES, batch_size=2,
+                              normalize_embeddings=True, precision="float32",
+                              show_progress_bar=None)
+    assert isinstance(embeddings, np.ndarray) and embeddings.dtype == np.float32
+    np.testing.assert_allclose(embeddings, expected, atol=1e-5, rtol=0,
+                               err_msg=kind)
+
+
+def test_encode_follows_sentence_transformers_semantics(tiny):
+  raw_model = SentenceEncoder(tiny.model_dir)  # a run: raw embeddings
+  raw = tiny.in_memory_embeddings(SENTENCES)
+  assert not raw_model.normalizes_in_graph
+  np.testing.assert_allclose(raw_model.encode(SENTENCES, normalize_embeddings=
+                                              False), raw, atol=1e-5)
+  # One string in, one vector out; MTEB's keyword arguments are ignored.
+  single = raw_model.encode(SENTENCES[1], task_name="STSBenchmark",
+                            prompt_type="query", device="cpu")
+  np.testing.assert_allclose(single, raw[1], atol=1e-5)
+  # MTEB 2: a DataLoader of {"text": [...]} batches, with its keywords.
+  batches = [{"text": SENTENCES[:2]}, {"text": SENTENCES[2:]}]
+  np.testing.assert_allclose(
+      raw_model.encode(batches, task_metadata=None, hf_split="test",
+                       hf_subset="default", prompt_type=None), raw, atol=1e-5)
+  assert raw_model.get_sentence_embedding_dimension() == raw.shape[1]
+  # truncate, then normalise, then quantize.
+  truncated = raw_model.encode(SENTENCES, truncate_dim=8,
+                               normalize_embeddings=True)
+  np.testing.assert_allclose(truncated, unit(raw[:, :8]), atol=1e-5)
+  packed = raw_model.encode(SENTENCES, precision="ubinary")
+  np.testing.assert_array_equal(packed, quantization.quantize(raw, "ubinary"))
+  prompted = raw_model.encode(["x"], prompt="query: ")
+  np.testing.assert_allclose(prompted, tiny.in_memory_embeddings(
+      ["query: x"]), atol=1e-5)
+  assert raw_model.encode([]).shape == (0, raw.shape[1])
+  with pytest.raises(ValueError, match="defines no prompts"):
+    raw_model.encode(SENTENCES, prompt_name="query")
+  with pytest.raises(ValueError, match="--precision must be one of"):
+    raw_model.encode(SENTENCES, precision="int4")
+
+
+def test_raw_output_is_refused_where_the_graph_normalises(tiny):
+  serving = SentenceEncoder(os.path.dirname(tiny.result.serving_dir))
+  assert serving.normalizes_in_graph
+  default = serving.encode(SENTENCES)  # as the model gives them: unit
+  np.testing.assert_allclose(np.linalg.norm(default, axis=1), 1, atol=1e-5)
+  with pytest.raises(ValueError, match="L2-normalises its embeddings in its "
+                     "graph"):
+    serving.encode(SENTENCES, normalize_embeddings=False)
+
+
+@pytest.mark.slow
+def test_installed_wheel_works_outside_the_repository(tiny, tmp_path):
+  """pyproject.toml: a wheel built without network, installed into a
+  directory, imported from elsewhere with only that directory on the path."""
+  source = tmp_path / "source"  # built from a copy: the tree stays clean
+  ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+  os.makedirs(source)
+  for name in ("pyproject.toml", "README.md", "requirements.txt",
+               "legacy_keras.py"):
+    shutil.copy(os.path.join(export_helpers.REPO_ROOT, name), source)
+  for package in ("cmlm", "data_pipelines", "modeling", "objectives",
+                  "training", "export", "evaluation", "experiments"):
+    shutil.copytree(os.path.join(export_helpers.REPO_ROOT, package),
+                    source / package, ignore=ignore)
+  subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                  "--no-build-isolation", "--no-index", "-q", str(source),
+                  "-w", str(tmp_path / "wheel")], check=True,
+                 capture_output=True, timeout=300)
+  [wheel] = os.listdir(tmp_path / "wheel")
+  site = tmp_path / "site"
+  subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
+                  "--no-index", "-q", "--target", str(site),
+                  str(tmp_path / "wheel" / wheel)], check=True,
+                 capture_output=True, timeout=300)
+  assert (site / "experiments" / "configs" / "cmlm_tiny.yaml").is_file()
+  script = (
+      "import sys, numpy as np\n"
+      "from cmlm import SentenceEncoder\n"
+      "import cmlm, legacy_keras, export\n"
+      "assert all(m.__file__.startswith(sys.argv[1]) for m in "
+      "(cmlm, legacy_keras, export)), cmlm.__file__\n"
+      "e = SentenceEncoder(sys.argv[2]).encode(['a', 'b c'], batch_size=32, "
+      "normalize_embeddings=True, precision='float32', "
+      "show_progress_bar=None)\n"
+      "np.save(sys.argv[3], e)\n")
+  env = dict(os.environ, PYTHONPATH=str(site), TF_CPP_MIN_LOG_LEVEL="2")
+  env.pop("TF_USE_LEGACY_KERAS", None)  # legacy_keras sets it
+  out = tmp_path / "e.npy"
+  completed = subprocess.run(
+      [sys.executable, "-c", script, str(site), tiny.result.export_dir,
+       str(out)], cwd=str(tmp_path), env=env, capture_output=True, text=True,
+      timeout=300)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  np.testing.assert_allclose(np.load(out), unit(tiny.in_memory_embeddings(
+      ["a", "b c"])), atol=1e-5)

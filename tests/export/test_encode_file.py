@@ -1,0 +1,117 @@
+"""`python -m cmlm encode`: formats in and out, every model kind, --normalize,
+--truncate_dim, --precision and --calibration (export/encode.encode_file)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+from export import encode
+from export import quantization
+from tests.export import export_helpers
+
+SENTENCES = export_helpers.SENTENCES
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_run, tiny_export):
+  return export_helpers.tiny_export(tiny_run, tiny_export)
+
+
+def unit(rows):
+  return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.mark.slow
+def test_cli_reads_stdin_jsonl_and_writes_quantized_parquet(tiny, tmp_path):
+  pq = pytest.importorskip("pyarrow.parquet")
+  records = "".join(json.dumps({"id": i, "sentence": s}) + "\n"
+                    for i, s in enumerate(SENTENCES))
+  output = tmp_path / "out.parquet"
+  completed = export_helpers.run_cli(
+      "encode", f"--model={tiny.model_dir}", "--input=-",
+      "--input_format=jsonl", "--text_field=sentence", f"--output={output}",
+      "--truncate_dim=8", "--precision=int8", "--batch_size=2",
+      input_text=records)
+  assert completed.returncode == 0, completed.stderr[-2000:]
+  assert f"Wrote {output}: int8 [3, 8]" in completed.stdout
+  table = pq.read_table(str(output))
+  assert table.column("text").to_pylist() == SENTENCES
+  expected = quantization.quantize(
+      unit(tiny.in_memory_embeddings(SENTENCES)[:, :8]), "int8",
+      warn_stream=open(os.devnull, "w"))
+  # int8 buckets of embeddings equal to 1e-5: at most one bucket apart.
+  got = np.array(table.column("embedding").to_pylist())
+  assert np.abs(got - expected.astype(int)).max() <= 1
+
+
+def test_csv_in_jsonl_out_with_calibration_from_a_file(tiny, tmp_path):
+  source = tmp_path / "in.csv"
+  source.write_text("id,sentence\n" + "".join(
+      f'{i},"{s}"\n' for i, s in enumerate(SENTENCES)), encoding="utf-8")
+  corpus = tmp_path / "corpus.txt"
+  corpus_lines = SENTENCES + ["the other one", "Mr. Bennet laughed", "rain"]
+  corpus.write_text("\n".join(corpus_lines), encoding="utf-8")
+  output = str(tmp_path / "out.jsonl")
+  embeddings = encode.encode_file(
+      tiny.model_dir, str(source), output, column="sentence",
+      precision="uint8", calibration=str(corpus), show_progress=False)
+  calibration = unit(tiny.in_memory_embeddings(corpus_lines))
+  # Buckets come from the calibration sentences' embeddings, not these.
+  expected = quantization.quantize(unit(tiny.in_memory_embeddings(SENTENCES)),
+                                   "uint8", calibration_embeddings=calibration,
+                                   warn_stream=open(os.devnull, "w"))
+  assert np.abs(embeddings.astype(int) - expected.astype(int)).max() <= 1
+  uncalibrated = quantization.quantize(
+      unit(tiny.in_memory_embeddings(SENTENCES)), "uint8",
+      warn_stream=open(os.devnull, "w"))
+  assert np.abs(embeddings.astype(int) - uncalibrated.astype(int)).max() > 1
+  with open(output, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+  assert [r["text"] for r in records] == SENTENCES
+  np.testing.assert_array_equal([r["embedding"] for r in records], embeddings)
+  # The same ranges from a .npy of those embeddings.
+  np.save(tmp_path / "calibration.npy", calibration)
+  again = encode.encode_file(
+      tiny.model_dir, str(source), str(tmp_path / "again.npy"),
+      column="sentence", precision="uint8",
+      calibration=str(tmp_path / "calibration.npy"), show_progress=False)
+  assert np.abs(again.astype(int) - embeddings.astype(int)).max() <= 1
+
+
+def test_normalize_is_honoured_or_refused_by_model_kind(tiny, tmp_path):
+  source = tmp_path / "in.txt"
+  source.write_text("\n".join(SENTENCES), encoding="utf-8")
+  raw = tiny.in_memory_embeddings(SENTENCES)
+  pair = (f"{tiny.result.export_dir}/encoder,"
+          f"{tiny.result.export_dir}/preprocessor")
+  for number, model in enumerate([tiny.model_dir, pair]):
+    got = encode.encode_file(model, str(source), str(tmp_path / f"{number}.npy"),
+                             normalize=False, show_progress=False)
+    np.testing.assert_allclose(got, raw, atol=1e-5, err_msg=model)
+  serving = os.path.dirname(tiny.result.serving_dir)
+  output = tmp_path / "refused.npy"
+  with pytest.raises(ValueError, match="L2-normalises its embeddings in its "
+                     "graph"):
+    encode.encode_file(serving, str(source), str(output), normalize=False,
+                       show_progress=False)
+  assert not output.exists()
+
+
+def test_bad_options_fail_before_the_model_loads(tmp_path):
+  source = tmp_path / "in.txt"
+  source.write_text("a\n", encoding="utf-8")
+  missing_model = str(tmp_path / "no_model")
+  for kwargs, message in [
+      (dict(precision="int4"), "--precision must be one of"),
+      (dict(truncate_dim=0), "--truncate_dim must be 1 or more"),
+      (dict(calibration="c.npy"), "--calibration sets the int8/uint8"),
+      (dict(precision="int8", calibration=str(tmp_path / "c.npy")),
+       "--calibration=.*c.npy is not a file"),
+      (dict(output_format="csv"), "--output_format must be auto or one of"),
+      (dict(input_format="jsonl"), "line 1: not JSON")]:
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+      encode.encode_file(missing_model, str(source), str(tmp_path / "o.npy"),
+                         show_progress=False, **kwargs)
+  assert sorted(os.listdir(tmp_path)) == ["in.txt"]
