@@ -23,6 +23,7 @@ import tf_keras
 from export import serving
 from export.preprocessor import STRING_BATCH
 from export.preprocessor import Preprocessor
+from modeling import length_chunks
 from modeling import lenses
 from modeling import principal_component_removal as pcr
 
@@ -46,8 +47,9 @@ class LensedTextEmbedding(serving.TextEmbedding):
   @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def serve_binary(self, sentences):
     """`[batch]` strings -> sparse binary vectors of the lens output."""
-    # The lens ignores padding, so the batch is read as padded.
-    embedding = self._encode(self.preprocessor(sentences))  # [batch, D]
+    # [batch, D], on length-ordered chunks as `serving_default` reads them
+    embedding = length_chunks.encode_by_length(
+        self._encode, self.preprocessor(sentences), self._hidden_size)
     binary = lenses.binary_vectors(embedding, self.binary_threshold)
     return {BINARY_OUTPUT_NAME: binary,
             ACTIVE_FRACTION_NAME: tf.reduce_mean(binary, axis=1)}
