@@ -16,7 +16,7 @@ Commands:
           text-to-embedding SavedModel (export/exporter.py)
   encode  embed sentences (.txt, .jsonl, .csv, .tsv, stdin) with any model
           into .npy, .jsonl or .parquet, truncated and quantized on request
-          (export/encode.py); in Python: `from cmlm import SentenceEncoder`
+          (export/encode_files.py); in Python: `from cmlm import SentenceEncoder`
   import  pretrained BERT weights (Hugging Face, sentence-transformers, Model
           Garden, TF-Hub) as a training run at step 0, ready to export or
           to train from (training/import_run.py)

@@ -13,7 +13,7 @@ from typing import Dict, List
 
 from data_pipelines import multilingual_vocab
 from data_pipelines import unk_rate
-from export import encode
+from export import text_inputs
 from modeling import principal_component_removal as pcr
 from training import run_dir
 
@@ -22,7 +22,7 @@ def read_samples(spec: str, sample_size: int) -> Dict[str, List[str]]:
   """{language: up to sample_size non-empty lines} of 'lang=file,...'."""
   samples = {}
   for lang, path in multilingual_vocab.parse_language_corpora(spec).items():
-    lines = [s for s in encode.read_sentences(path) if s.strip()]
+    lines = [s for s in text_inputs.read_input(path, "txt") if s.strip()]
     if len(lines) < 2:
       raise ValueError(f"{path} has {len(lines)} non-empty line(s); fitting "
                        f"the component of {lang!r} needs 2 or more.")

@@ -16,7 +16,7 @@ from data_pipelines import nli_data
 from data_pipelines import text_lines
 from evaluation import sts_readers
 from evaluation import text_files
-from export import encode
+from export import text_inputs
 
 ENDINGS = {"LF": b"\n", "CRLF": b"\r\n", "CR": b"\r"}
 
@@ -93,12 +93,12 @@ def test_nli_tsv_and_jsonl(tmp_path):
 def test_encode_input_keeps_empty_lines_and_line_numbers(tmp_path):
   sentences = _read_with_each_ending(tmp_path, "in.txt",
                                      ["One.", "", "Three."],
-                                     encode.read_sentences)
+                                     text_inputs.read_input)
   assert sentences == ["One.", "", "Three."]
   bad = tmp_path / "bad.txt"
   bad.write_bytes(b"ok\rfine\r\xff\r")
   with pytest.raises(ValueError, match=r"not UTF-8 text \(line 3\)"):
-    encode.read_sentences(str(bad))
+    text_inputs.read_input(str(bad))
 
 
 def test_eval_readers(tmp_path):

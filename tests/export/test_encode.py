@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from experiments import cmlm_experiments
 from export import encode
+from export import encode_files
 from export import progress as progress_lib
 from official.nlp.configs import encoders
 from official.nlp.tools import export_tfhub_lib
@@ -40,7 +41,7 @@ def test_cli_encode_writes_embeddings_of_every_line(tiny, tmp_path):
   np.testing.assert_allclose(embeddings, expected, atol=1e-5, rtol=0)
   assert os.listdir(tmp_path / "out") == ["embeddings.npy"]
   with pytest.raises(FileExistsError, match="--overwrite"):
-    encode.encode_file(tiny.result.export_dir, str(input_path), output)
+    encode_files.encode_file(tiny.result.export_dir, str(input_path), output)
 
 
 
@@ -62,7 +63,7 @@ def test_encode_takes_any_tf_hub_encoder_and_preprocessor_pair(tmp_path):
       tokenize_with_offsets=False, default_seq_length=16)
   input_path = tmp_path / "sentences.txt"
   input_path.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
-  embeddings = encode.encode_file(str(pair), str(input_path),
+  embeddings = encode_files.encode_file(str(pair), str(input_path),
                                   str(tmp_path / "bert.npy"),
                                   normalize=False, show_progress=False)
   inputs = tf.saved_model.load(str(pair / "preprocessor"))(

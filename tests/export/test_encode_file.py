@@ -1,5 +1,5 @@
 """`python -m cmlm encode`: formats in and out, every model kind, --normalize,
---truncate_dim, --precision and --calibration (export/encode.encode_file)."""
+--truncate_dim, --precision and --calibration (export/encode_files.encode_file)."""
 import json
 import os
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from export import encode
+from export import encode_files
 from export import quantization
 from tests.export import export_helpers
 
@@ -54,7 +54,7 @@ def test_csv_in_jsonl_out_with_calibration_from_a_file(tiny, tmp_path):
   corpus_lines = SENTENCES + ["the other one", "Mr. Bennet laughed", "rain"]
   corpus.write_text("\n".join(corpus_lines), encoding="utf-8")
   output = str(tmp_path / "out.jsonl")
-  embeddings = encode.encode_file(
+  embeddings = encode_files.encode_file(
       tiny.model_dir, str(source), output, column="sentence",
       precision="uint8", calibration=str(corpus), show_progress=False)
   calibration = unit(tiny.in_memory_embeddings(corpus_lines))
@@ -73,7 +73,7 @@ def test_csv_in_jsonl_out_with_calibration_from_a_file(tiny, tmp_path):
   np.testing.assert_array_equal([r["embedding"] for r in records], embeddings)
   # The same ranges from a .npy of those embeddings.
   np.save(tmp_path / "calibration.npy", calibration)
-  again = encode.encode_file(
+  again = encode_files.encode_file(
       tiny.model_dir, str(source), str(tmp_path / "again.npy"),
       column="sentence", precision="uint8",
       calibration=str(tmp_path / "calibration.npy"), show_progress=False)
@@ -87,14 +87,14 @@ def test_normalize_is_honoured_or_refused_by_model_kind(tiny, tmp_path):
   pair = (f"{tiny.result.export_dir}/encoder,"
           f"{tiny.result.export_dir}/preprocessor")
   for number, model in enumerate([tiny.model_dir, pair]):
-    got = encode.encode_file(model, str(source), str(tmp_path / f"{number}.npy"),
+    got = encode_files.encode_file(model, str(source), str(tmp_path / f"{number}.npy"),
                              normalize=False, show_progress=False)
     np.testing.assert_allclose(got, raw, atol=1e-5, err_msg=model)
   serving = os.path.dirname(tiny.result.serving_dir)
   output = tmp_path / "refused.npy"
   with pytest.raises(ValueError, match="L2-normalises its embeddings in its "
                      "graph"):
-    encode.encode_file(serving, str(source), str(output), normalize=False,
+    encode_files.encode_file(serving, str(source), str(output), normalize=False,
                        show_progress=False)
   assert not output.exists()
 
@@ -112,6 +112,6 @@ def test_bad_options_fail_before_the_model_loads(tmp_path):
       (dict(output_format="csv"), "--output_format must be auto or one of"),
       (dict(input_format="jsonl"), "line 1: not JSON")]:
     with pytest.raises((ValueError, FileNotFoundError), match=message):
-      encode.encode_file(missing_model, str(source), str(tmp_path / "o.npy"),
+      encode_files.encode_file(missing_model, str(source), str(tmp_path / "o.npy"),
                          show_progress=False, **kwargs)
   assert sorted(os.listdir(tmp_path)) == ["in.txt"]

@@ -12,6 +12,7 @@ from training import atomic
 from export import encode
 from export import exporter
 from export import preprocessor as preprocessor_lib
+from export import text_inputs
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow
@@ -144,7 +145,7 @@ def test_encode_rejects_what_is_not_a_model_or_a_text_file(tiny, tmp_path):
     encode.load_embedder(str(tmp_path))
   (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
   with pytest.raises(ValueError, match="not UTF-8 text \\(line 1\\)"):
-    encode.read_sentences(str(tmp_path / "latin1.txt"))
+    text_inputs.read_input(str(tmp_path / "latin1.txt"))
   (tmp_path / "empty.txt").write_text("")
-  with pytest.raises(ValueError, match="is empty"):
-    encode.read_sentences(str(tmp_path / "empty.txt"))
+  with pytest.raises(ValueError, match="holds no sentence"):
+    text_inputs.read_input(str(tmp_path / "empty.txt"))
