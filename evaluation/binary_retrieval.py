@@ -37,13 +37,23 @@ def binary_scores(queries: np.ndarray, candidates: np.ndarray,
                   similarity: str) -> np.ndarray:
   """`[len(queries), len(candidates)]`, larger is nearer: minus the Hamming
   distance, or the Jaccard similarity, of 0/1 vectors."""
-  overlap = queries @ candidates.T  # |a AND b|
-  query_counts = queries.sum(axis=1)[:, None]
-  candidate_counts = candidates.sum(axis=1)[None, :]
+  return _from_counts(queries @ candidates.T,  # |a AND b|
+                      queries.sum(axis=1)[:, None],
+                      candidates.sum(axis=1)[None, :], similarity)
+
+
+def paired_binary_scores(left: np.ndarray, right: np.ndarray,
+                         similarity: str) -> np.ndarray:
+  """`[n]`: `binary_scores` of row i of `left` with row i of `right`."""
+  return _from_counts(np.sum(left * right, axis=1), left.sum(axis=1),
+                      right.sum(axis=1), similarity)
+
+
+def _from_counts(overlap, left_counts, right_counts, similarity):
   if similarity == "hamming":
-    return -(query_counts + candidate_counts - 2.0 * overlap)
+    return -(left_counts + right_counts - 2.0 * overlap)
   if similarity == "jaccard":
-    union = query_counts + candidate_counts - overlap
+    union = left_counts + right_counts - overlap
     return np.where(union > 0, overlap / np.maximum(union, 1.0), 0.0)
   raise ValueError(f"similarity must be one of {SIMILARITIES}, got "
                    f"{similarity!r}.")
@@ -103,8 +113,6 @@ def evaluate_pairs_binary(encoder: Encoder, pairs, threshold: float,
   result = {"threshold": threshold,
             "active_fraction": active_fraction(np.concatenate([left, right]))}
   for similarity in SIMILARITIES:
-    # Row-wise: the diagonal of the pairwise scores, without the matrix.
-    scores = np.array([binary_scores(a[None], b[None], similarity)[0, 0]
-                       for a, b in zip(left, right)])
+    scores = paired_binary_scores(left, right, similarity)
     result[similarity] = sts.spearman_times_100(scores, pairs.scores)
   return result

@@ -26,7 +26,6 @@ import tensorflow as tf
 
 from data_pipelines import unk_rate
 from export import encode as encode_lib
-from modeling import length_chunks
 from training import run_dir
 
 Embedder = Callable[[List[str]], np.ndarray]
@@ -62,13 +61,7 @@ def checkpoint_embedder(model_dir: str,
   encoder, tokenizer = run.encoder, run.tokenizer
   checked = []
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-  def embed_batch(sentences):
-    # [batch, hidden], as the serving model computes it: rows by length,
-    # each chunk cut to its longest
-    return length_chunks.encode_by_length(
-        lambda inputs: encoder(inputs, training=False)["default"],
-        tokenizer.tokenize_and_pack(sentences))
+  embed_batch = run_dir.embedding_function(encoder, tokenizer)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def token_lengths(sentences):

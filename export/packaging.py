@@ -27,7 +27,7 @@ from export import model_card
 from export import publish
 from training import atomic
 
-PARTS = ("encoder", "preprocessor", "serving")
+PARTS = publish.PARTS
 KAGGLE_FRAMEWORK = "tensorFlow2"
 
 

@@ -26,6 +26,7 @@ from typing import List, Optional, Sequence
 import tensorflow as tf
 import tf_keras
 
+from modeling import pooling
 from official.modeling.hyperparams import base_config
 
 LENS_TYPES = ("none", "mean", "simple", "gated_conv")
@@ -76,28 +77,6 @@ class LensConfig(base_config.Config):
                        f"{self.dropout_rate}.")
 
 
-def _float_mask(input_mask, dtype):
-  """`[batch, time, 1]` 1.0 at real tokens, 0.0 at padding."""
-  return tf.cast(tf.not_equal(input_mask, 0), dtype)[:, :, tf.newaxis]
-
-
-def masked_max_pool(states, input_mask):
-  """maxpool{F}_T over the real tokens: `[batch, time, dim]` -> `[batch, dim]`
-  (0 for a sentence with no token)."""
-  mask = _float_mask(input_mask, states.dtype)
-  lowest = tf.cast(states.dtype.min, states.dtype)
-  pooled = tf.reduce_max(tf.where(mask > 0, states, lowest), axis=1)
-  has_tokens = tf.reduce_max(mask, axis=1) > 0  # [batch, 1]
-  return tf.where(has_tokens, pooled, tf.zeros_like(pooled))
-
-
-def masked_mean_pool(states, input_mask):
-  """meanpool{E}_T over the real tokens."""
-  mask = _float_mask(input_mask, states.dtype)
-  total = tf.reduce_sum(states * mask, axis=1)
-  return total / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
-
-
 def binary_vectors(lens_output, threshold: float = 1.0):
   """Sparse binary vectors (section 4.2): 1.0 where `lens_output >=
   threshold`, else 0.0 (float32, so Hamming and Jaccard are matrix
@@ -121,7 +100,7 @@ class MeanPoolLens(_Lens):
 
   def call(self, sequence_output, input_mask, training=None):
     del training
-    return masked_mean_pool(sequence_output, input_mask)
+    return pooling.masked_mean_pool(sequence_output, input_mask)
 
 
 @tf_keras.utils.register_keras_serializable(package="cmlm")
@@ -147,7 +126,7 @@ class SimpleLens(_Lens):
   def call(self, sequence_output, input_mask, training=None):
     states = self.dropout(sequence_output, training=training)
     # [batch, time, output_size]
-    return masked_max_pool(self.dense(states), input_mask)
+    return pooling.masked_max_pool(self.dense(states), input_mask)
 
   def get_config(self):
     return dict(super().get_config(), output_size=self.output_size,
@@ -214,7 +193,7 @@ class GatedConvLens(_Lens):
     self.fusion = dense(output_size, "relu", "fusion")  # W_f, phi_f
 
   def call(self, sequence_output, input_mask, training=None):
-    mask = _float_mask(input_mask, sequence_output.dtype)  # [batch, time, 1]
+    mask = pooling.float_mask(input_mask, sequence_output.dtype)  # [batch, time, 1]
     states = self.dropout(sequence_output, training=training) * mask
     # [batch, time, gating_size] each; zeroed at padding after every layer.
     encoded = self.encoder_input(states) * mask
@@ -226,7 +205,7 @@ class GatedConvLens(_Lens):
       gate = controller_convolution(gate) * mask
     fused = encoded * gate + gate_0  # F' (equation 3)
     # [batch, time, output_size] (equation 4)
-    return masked_max_pool(self.fusion(fused), input_mask)
+    return pooling.masked_max_pool(self.fusion(fused), input_mask)
 
   def get_config(self):
     return dict(super().get_config(), output_size=self.output_size,

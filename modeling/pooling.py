@@ -10,6 +10,28 @@ import tf_keras
 POOLING_MODES = ("mean", "cls", "max")
 
 
+def float_mask(input_mask, dtype):
+  """`[batch, time, 1]` 1.0 at real tokens, 0.0 at padding."""
+  return tf.cast(tf.not_equal(input_mask, 0), dtype)[:, :, tf.newaxis]
+
+
+def masked_max_pool(states, input_mask):
+  """maxpool{F}_T over the real tokens: `[batch, time, dim]` -> `[batch, dim]`
+  (0 for a sentence with no token)."""
+  mask = float_mask(input_mask, states.dtype)
+  lowest = tf.cast(states.dtype.min, states.dtype)
+  pooled = tf.reduce_max(tf.where(mask > 0, states, lowest), axis=1)
+  has_tokens = tf.reduce_max(mask, axis=1) > 0  # [batch, 1]
+  return tf.where(has_tokens, pooled, tf.zeros_like(pooled))
+
+
+def masked_mean_pool(states, input_mask):
+  """meanpool{E}_T over the real tokens."""
+  mask = float_mask(input_mask, states.dtype)
+  total = tf.reduce_sum(states * mask, axis=1)
+  return total / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+
+
 @tf_keras.utils.register_keras_serializable(package="cmlm")
 class SentencePooling(tf_keras.layers.Layer):
   """Pools `[batch, seq_length, hidden]` to `[batch, hidden]`, ignoring padding.
@@ -29,15 +51,9 @@ class SentencePooling(tf_keras.layers.Layer):
   def call(self, sequence_output, input_mask):
     if self.mode == "cls":
       return sequence_output[:, 0, :]
-    # [batch, seq_length, 1]
-    mask = tf.cast(input_mask, sequence_output.dtype)[:, :, tf.newaxis]
     if self.mode == "max":
-      lowest = tf.cast(sequence_output.dtype.min, sequence_output.dtype)
-      masked = sequence_output * mask + lowest * (1.0 - mask)
-      return tf.reduce_max(masked, axis=1)
-    total = tf.reduce_sum(sequence_output * mask, axis=1)
-    count = tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
-    return total / count
+      return masked_max_pool(sequence_output, input_mask)
+    return masked_mean_pool(sequence_output, input_mask)
 
   def get_config(self):
     return dict(super().get_config(), mode=self.mode)

@@ -185,7 +185,7 @@ def embed_sentences(encoder: SentenceEncoder,
   Computed as the serving model computes them: each batch's rows ordered by
   length and read in chunks cut to their longest (`length_chunks`).
   """
-  embed_batch = _embedding_function(encoder, tokenizer)
+  embed_batch = embedding_function(encoder, tokenizer)
   vectors: List[np.ndarray] = []
   for start in range(0, len(sentences), batch_size):
     batch = tf.constant(list(sentences[start:start + batch_size]), tf.string)
@@ -195,13 +195,16 @@ def embed_sentences(encoder: SentenceEncoder,
   vectors = np.concatenate(vectors)
   if not normalize:
     return vectors
-  return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+  # (A ReLU lens can give an all-zero row: it stays zero, not NaN.)
+  return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True),
+                              1e-12)
 
 
 @functools.lru_cache(maxsize=8)
-def _embedding_function(encoder: SentenceEncoder,
-                        tokenizer: tokenization.WordPieceTokenizer):
-  """One traced function per encoder and tokenizer: strings -> embeddings."""
+def embedding_function(encoder: SentenceEncoder,
+                       tokenizer: tokenization.WordPieceTokenizer):
+  """One traced function per encoder and tokenizer: strings `[batch]` ->
+  embeddings `[batch, hidden]`, not normalised."""
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def embed_batch(sentences):
     return length_chunks.encode_by_length(  # [batch, hidden]

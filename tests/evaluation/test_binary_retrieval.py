@@ -26,6 +26,16 @@ def test_hamming_and_jaccard_of_a_hand_made_example():
     binary_retrieval.binary_scores(a, b, "cosine")
 
 
+@pytest.mark.parametrize("similarity", binary_retrieval.SIMILARITIES)
+def test_paired_scores_are_the_diagonal_of_the_pairwise_ones(similarity):
+  codes = (np.random.default_rng(0).random([2, 7, 12]) > 0.7).astype(
+      np.float32)
+  codes[0, 3] = codes[1, 3] = 0  # an empty pair: Jaccard 0
+  np.testing.assert_allclose(
+      binary_retrieval.paired_binary_scores(codes[0], codes[1], similarity),
+      np.diag(binary_retrieval.binary_scores(codes[0], codes[1], similarity)))
+
+
 def test_codes_and_active_fraction_follow_the_threshold():
   embeddings = np.array([[0.0, 0.5, 1.0, 2.0], [3.0, 0.9, 1.0, 0.0]])
   codes = binary_retrieval.binary_codes(embeddings, 1.0)

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from modeling import lenses
 from modeling import model_builder
+from modeling import pooling
 from tests import helpers
 from tests.layer_testing import run_layer_test
 
@@ -82,7 +83,7 @@ def test_gated_conv_ends_in_tanh_and_sigmoid_with_a_residual_gate():
   last.bias.assign(tf.zeros_like(last.bias))
   gate_0 = lens.controller_input(states) * tf.cast(mask, tf.float32)[:, :,
                                                                      None]
-  expected = lenses.masked_max_pool(lens.fusion(gate_0), mask)
+  expected = pooling.masked_max_pool(lens.fusion(gate_0), mask)
   np.testing.assert_allclose(lens(states, mask), expected, rtol=1e-5,
                              atol=1e-6)
 
