@@ -7,9 +7,11 @@ held-out pair, for the trained encoder against the same one untrained
   * the held-out MLM loss, and the conditioning gain: how much the sentence
     vector of the pair's own s1 lowers it against a random other s1 (and
     one of the same or of another source), with bootstrap 95% intervals;
-  * next-sequence retrieval top-1 and STS-B dev Spearman, also of the
-    untrained weights read with mean pooling (a bag of random word vectors,
-    the strongest untrained baseline) when the experiment pools otherwise;
+  * next-sequence retrieval (top-1, top-10, median rank, mean reciprocal
+    rank with a paired bootstrap interval of its gain) and STS-B dev
+    Spearman, also of the untrained weights read with mean pooling (a bag of
+    random word vectors, the strongest untrained baseline) when the
+    experiment pools otherwise;
   * the nearest neighbours (cosine) of a few held-out queries;
 then exports the model (TF-Hub encoder + preprocessor, serving SavedModel),
 reloads it through `hub.KerasLayer`, and prints, last, one JSON line of the
@@ -88,16 +90,28 @@ def main(model_dir=None, train_steps=None):
       low, high = after[key + "_ci95"]
       print(f"  {what:22s} untrained {before[key]:+.4f}  trained "
             f"{after[key]:+.4f} [{low:+.4f}, {high:+.4f}]")
-  print(f"next-sequence retrieval among the held-out s2 (top-1, cosine): "
-        f"untrained {before['retrieval_top1']:.1%} -> trained "
-        f"{after['retrieval_top1']:.1%}")
+  retrieval_mrr_gain, retrieval_mrr_gain_ci95 = demo_measures.retrieval_gain(
+      before["retrieval_ranks"], after["retrieval_ranks"])
+  print(f"next-sequence retrieval, each s1 against all "
+        f"{after['retrieval_candidates']} held-out s2 (cosine), untrained -> "
+        f"trained:")
+  print(f"  top-1 {before['retrieval_top1']:.1%} -> "
+        f"{after['retrieval_top1']:.1%}, top-10 "
+        f"{before['retrieval_top10']:.1%} -> {after['retrieval_top10']:.1%}, "
+        f"median rank {before['retrieval_median_rank']:.0f} -> "
+        f"{after['retrieval_median_rank']:.0f}")
+  low, high = retrieval_mrr_gain_ci95
+  print(f"  mean reciprocal rank {before['retrieval_mrr']:.4f} -> "
+        f"{after['retrieval_mrr']:.4f} (gain {retrieval_mrr_gain:+.4f}, paired "
+        f"bootstrap 95% interval [{low:+.4f}, {high:+.4f}])")
   if after["stsb_dev"] is not None:
     print(f"STS-B dev Spearman x 100: untrained {before['stsb_dev']:.1f} -> "
           f"trained {after['stsb_dev']:.1f}")
   if bag_of_words is not None:
     stsb = bag_of_words["stsb_dev"]
     print(f"the untrained weights mean-pooled (bag of random word vectors): "
-          f"retrieval {bag_of_words['retrieval_top1']:.1%}"
+          f"retrieval top-1 {bag_of_words['retrieval_top1']:.1%}, mean "
+          f"reciprocal rank {bag_of_words['retrieval_mrr']:.4f}"
           + (f", STS-B dev {stsb:.1f}" if stsb is not None else ""))
 
   sentences = sorted({s1 for s1, _ in pairs})
@@ -126,10 +140,20 @@ def main(model_dir=None, train_steps=None):
       "heldout_mlm_loss_trained": after["heldout_mlm_loss"],
       "retrieval_top1_untrained": before["retrieval_top1"],
       "retrieval_top1_trained": after["retrieval_top1"],
+      "retrieval_top10_untrained": before["retrieval_top10"],
+      "retrieval_top10_trained": after["retrieval_top10"],
+      "retrieval_median_rank_untrained": before["retrieval_median_rank"],
+      "retrieval_median_rank_trained": after["retrieval_median_rank"],
+      "retrieval_mrr_untrained": before["retrieval_mrr"],
+      "retrieval_mrr_trained": after["retrieval_mrr"],
+      "retrieval_mrr_gain_ci95": retrieval_mrr_gain_ci95,
+      "retrieval_candidates": after["retrieval_candidates"],
       "stsb_dev_untrained": before["stsb_dev"],
       "stsb_dev_trained": after["stsb_dev"],
       "retrieval_top1_untrained_mean_pooled":
           bag_of_words and bag_of_words["retrieval_top1"],
+      "retrieval_mrr_untrained_mean_pooled":
+          bag_of_words and bag_of_words["retrieval_mrr"],
       "stsb_dev_untrained_mean_pooled":
           bag_of_words and bag_of_words["stsb_dev"],
       "train_steps": steps, "train_minutes": round(minutes, 2)}
@@ -143,10 +167,16 @@ def measure(model, tokenizer, pairs, features, sources, objective="cmlm"):
   embed = lambda sentences: run_dir.embed_sentences(model.encoder, tokenizer,
                                                     sentences)
   result = demo_measures.conditioning_gain(mlm_logits, features, sources)
-  result["retrieval_top1"] = demo_measures.next_sequence_retrieval(embed,
-                                                                   pairs)
+  result.update(retrieval(embed, pairs))
   result["stsb_dev"] = demo_measures.stsb_dev_spearman(embed)
   return result
+
+
+def retrieval(embed, pairs):
+  """Next-sequence retrieval: the ranks, their count and their measures."""
+  ranks = demo_measures.retrieval_ranks(embed, pairs)
+  return dict(demo_measures.retrieval_measures(ranks), retrieval_ranks=ranks,
+              retrieval_candidates=len({s2 for _, s2 in pairs}))
 
 
 def mean_pooled_measures(params, encoder, tokenizer, pairs):
@@ -164,9 +194,8 @@ def mean_pooled_measures(params, encoder, tokenizer, pairs):
     mean_encoder = run_dir.restore_encoder(mean_params, path)
   embed = lambda sentences: run_dir.embed_sentences(mean_encoder, tokenizer,
                                                     sentences)
-  return {"retrieval_top1": demo_measures.next_sequence_retrieval(embed,
-                                                                  pairs),
-          "stsb_dev": demo_measures.stsb_dev_spearman(embed)}
+  return dict(retrieval(embed, pairs),
+              stsb_dev=demo_measures.stsb_dev_spearman(embed))
 
 
 def _clip(text, width=100):

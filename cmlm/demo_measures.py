@@ -7,8 +7,10 @@
   own s1, nor an identical text); the same gain is also measured with the
   other s1 drawn from the same source text and from another source. Masks
   are the same in both conditions, so only the sentence vector differs.
-* Next-sentence retrieval: the top-1 accuracy of finding each held-out
-  pair's s2 among all held-out s2 by cosine with its s1.
+* Next-sentence retrieval: the rank of each held-out pair's s2 among all
+  held-out s2 by cosine with its s1, read as top-1 and top-10 accuracy, mean
+  reciprocal rank (with a paired bootstrap interval of its gain between two
+  encoders) and median rank.
 * STS-B dev Spearman (table 2's zero-shot STS), through `evaluation/`.
 """
 import copy
@@ -159,15 +161,39 @@ def conditioning_gain(mlm_logits, features: Features, sources: np.ndarray,
   return result
 
 
-def next_sequence_retrieval(embed: Callable[[Sequence[str]], np.ndarray],
-                            pairs: Sequence[Tuple[str, str]]) -> float:
-  """Top-1 accuracy of finding each pair's s2 among all held-out s2 texts,
-  by cosine with its s1 (`embed` gives L2-normalised vectors)."""
+def retrieval_ranks(embed: Callable[[Sequence[str]], np.ndarray],
+                    pairs: Sequence[Tuple[str, str]]) -> np.ndarray:
+  """The rank (1 = first) of each pair's s2 among all held-out s2 texts,
+  ordered by cosine with its s1 (`embed` gives L2-normalised vectors)."""
   candidates = sorted({s2 for _, s2 in pairs})
   index = {text: i for i, text in enumerate(candidates)}
   similarity = embed([s1 for s1, _ in pairs]) @ embed(candidates).T
   targets = np.array([index[s2] for _, s2 in pairs])
-  return float(np.mean(np.argmax(similarity, axis=1) == targets))
+  own = similarity[np.arange(len(targets)), targets]
+  return 1 + np.sum(similarity > own[:, None], axis=1)
+
+
+def retrieval_measures(ranks: np.ndarray) -> Dict[str, float]:
+  """Top-1 and top-10 accuracy, mean reciprocal rank and median rank.
+
+  Top-1 among a few hundred candidate sequences is near its floor for a
+  small model (one pair is 0.4 points of 273, and TF-IDF finds 4.8% on the
+  embedded corpus, BUILD.md); the reciprocal rank and the median rank see
+  every pair move, not only those that reach the top.
+  """
+  return {"retrieval_top1": float(np.mean(ranks == 1)),
+          "retrieval_top10": float(np.mean(ranks <= 10)),
+          "retrieval_mrr": float(np.mean(1.0 / ranks)),
+          "retrieval_median_rank": float(np.median(ranks))}
+
+
+def retrieval_gain(ranks_before: np.ndarray, ranks_after: np.ndarray,
+                   seed: int = 0) -> Tuple[float, Tuple[float, float]]:
+  """The mean reciprocal rank after minus before, with a paired bootstrap
+  95% interval over pairs (the same pairs, ranked by two encoders)."""
+  return bootstrap_gain(1.0 / ranks_before, 1.0 / ranks_after,
+                        np.ones(len(ranks_before)),
+                        np.random.default_rng(seed))
 
 
 def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray],

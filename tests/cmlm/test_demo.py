@@ -1,5 +1,9 @@
-"""cmlm/demo.py: the untrained baseline read with mean pooling."""
+"""cmlm/demo.py: the untrained baseline read with mean pooling, and the
+demo's last line."""
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -8,6 +12,7 @@ from cmlm import demo_measures
 from experiments import registry  # noqa: F401  (registers experiments)
 from official.core import exp_factory
 from official.core import task_factory
+from tests import helpers
 from training import run_dir
 
 
@@ -26,5 +31,41 @@ def test_mean_pooled_baseline_reads_the_same_weights_with_mean_pooling():
   # Random word vectors: mean-pooled they are a bag of words (~62 on STS-B
   # dev), max-pooled far from it (~38); the experiment is left as it was.
   assert baseline["stsb_dev"] > max_stsb + 10
-  assert 0.0 <= baseline["retrieval_top1"] <= 1.0
+  assert 0.0 <= baseline["retrieval_top1"] <= baseline["retrieval_top10"]
+  assert baseline["retrieval_candidates"] == 2
+  assert sorted(baseline["retrieval_ranks"].tolist()) in ([1, 1], [1, 2],
+                                                         [2, 2])
   assert params.task.model.pooling == "max"
+
+
+REQUIRED_KEYS = {  # issue 10 item 3, and the rank measures beside top-1
+    "conditioning_gain", "conditioning_gain_ci95", "retrieval_top1_untrained",
+    "retrieval_top1_trained", "stsb_dev_untrained", "stsb_dev_trained",
+    "train_minutes", "retrieval_mrr_untrained", "retrieval_mrr_trained",
+    "retrieval_mrr_gain_ci95", "retrieval_median_rank_trained",
+    "retrieval_top10_trained", "retrieval_candidates"}
+
+
+def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path):
+  """`python -m cmlm demo` run for 20 steps: the export reloads and the last
+  line holds every figure, each interval around its estimate."""
+  completed = subprocess.run(
+      [sys.executable, "-m", "cmlm", "demo", f"--model_dir={tmp_path}",
+       "--train_steps=20"], cwd=helpers.REPO_ROOT, capture_output=True,
+      text=True, timeout=600, check=False)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  lines = completed.stdout.strip().splitlines()
+  assert "hub.KerasLayer reload" in completed.stdout
+  summary = json.loads(lines[-1])
+  assert REQUIRED_KEYS <= set(summary)
+  low, high = summary["conditioning_gain_ci95"]
+  assert low <= summary["conditioning_gain"] <= high
+  low, high = summary["retrieval_mrr_gain_ci95"]
+  gain = summary["retrieval_mrr_trained"] - summary["retrieval_mrr_untrained"]
+  assert low <= gain + 1e-9 and gain - 1e-9 <= high
+  assert (summary["retrieval_top1_trained"] <= summary["retrieval_top10_trained"]
+          <= 1.0)
+  assert 1 <= summary["retrieval_median_rank_trained"] <= summary[
+      "retrieval_candidates"] <= summary["heldout_pairs"]
+  assert summary["train_steps"] == 20
+  assert os.path.isdir(tmp_path / "export")

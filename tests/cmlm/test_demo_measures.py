@@ -2,6 +2,7 @@
 import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from cmlm import demo_measures
@@ -80,11 +81,49 @@ def test_other_s1_is_never_the_own_or_an_identical_s1():
   assert sorted(order) == list(range(NUM_PAIRS))  # a permutation
 
 
-def test_retrieval_finds_the_s2_an_embedding_pairs_with_s1():
+def _one_hot_embed(texts):
+  return np.eye(10)[[int(t[1:]) for t in texts]]
+
+
+def test_retrieval_ranks_the_s2_an_embedding_pairs_with_s1_first():
   pairs = [(f"a{i}", f"b{i}") for i in range(10)]
-  basis = np.eye(10)
-  def embed(texts):
-    return basis[[int(t[1:]) for t in texts]]
-  assert demo_measures.next_sequence_retrieval(embed, pairs) == 1.0
+  ranks = demo_measures.retrieval_ranks(_one_hot_embed, pairs)
+  assert ranks.tolist() == [1] * 10
+  measures = demo_measures.retrieval_measures(ranks)
+  assert measures["retrieval_top1"] == 1.0
+  assert measures["retrieval_mrr"] == 1.0
   shifted = [(f"a{i}", f"b{(i + 1) % 10}") for i in range(10)]
-  assert demo_measures.next_sequence_retrieval(embed, shifted) == 0.0
+  ranks = demo_measures.retrieval_ranks(_one_hot_embed, shifted)
+  assert demo_measures.retrieval_measures(ranks)["retrieval_top1"] == 0.0
+  assert (ranks > 1).all()
+
+
+def test_retrieval_ranks_count_the_candidates_scored_above_the_true_s2():
+  # Unit vectors on a quarter circle: s2 j at 10j degrees, s1 i at 10i + 12,
+  # so s2 i+1 (2 degrees off) and s2 i+2 (8) beat the true s2 i (12) where
+  # they exist.
+  def embed(texts):
+    degrees = np.array([10 * int(t[1:]) + (12 if t[0] == "a" else 0)
+                        for t in texts])
+    radians = np.deg2rad(degrees)
+    return np.stack([np.cos(radians), np.sin(radians)], axis=1)
+  pairs = [(f"a{i}", f"b{i}") for i in range(8)]
+  ranks = demo_measures.retrieval_ranks(embed, pairs)
+  assert ranks.tolist() == [3, 3, 3, 3, 3, 3, 2, 1]
+  measures = demo_measures.retrieval_measures(ranks)
+  assert measures["retrieval_median_rank"] == 3.0
+  assert measures["retrieval_mrr"] == pytest.approx((6 / 3 + 1 / 2 + 1) / 8)
+
+
+def test_retrieval_gain_interval_excludes_zero_only_for_a_real_change():
+  rng = np.random.default_rng(0)
+  before = rng.integers(1, 200, size=300)
+  gain, (low, high) = demo_measures.retrieval_gain(before, before)
+  assert gain == 0.0 and low == 0.0 and high == 0.0
+  better = np.maximum(1, before // 4)  # every pair ranked 4x higher
+  gain, (low, high) = demo_measures.retrieval_gain(before, better)
+  assert 0 < low < gain < high
+  assert gain == pytest.approx(np.mean(1 / better - 1 / before))
+  noise = rng.permutation(before)  # same ranks, shuffled across pairs
+  _, (low, high) = demo_measures.retrieval_gain(before, noise)
+  assert low < 0 < high
