@@ -72,9 +72,6 @@ def package_export(export_dir: str, package_dir: str,
       model_card.CARD_FILE, "model-metadata.json",
       "model-instance-metadata.json"]
   with atomic.atomic_directory(package_dir, overwrite) as temporary:
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o777 & ~umask)  # mkdtemp made it private
     for part in PARTS:
       pack_saved_model(os.path.join(version_dir, part),
                        os.path.join(temporary, f"{part}.tar.gz"))

@@ -7,7 +7,9 @@ target (same file system, a name that is not a version number, so a server
 ignores it) and renamed into place when complete. An existing target is
 never replaced unless asked (`overwrite=True`); on any failure the temporary
 directory, and the parent directories made for it, are removed and the
-target is left as it was.
+target is left as it was. The directory gets the permissions the process'
+umask gives a new one (not `mkdtemp`'s private 0700), so a server running as
+another user can read what was published.
 """
 import contextlib
 import os
@@ -45,6 +47,7 @@ def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
   temporary = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(target)}-",
                                dir=parent)
   try:
+    os.chmod(temporary, 0o777 & ~_umask())
     yield temporary
     _replace(temporary, target, overwrite)
   except BaseException:
@@ -55,6 +58,12 @@ def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
       except OSError:
         break
     raise
+
+
+def _umask() -> int:
+  umask = os.umask(0)  # reading the umask means setting it
+  os.umask(umask)
+  return umask
 
 
 def _missing_ancestors(directory: str) -> List[str]:

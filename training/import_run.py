@@ -163,9 +163,6 @@ def import_model(source: str, model_dir: str,
       masked_lm=cmlm_head.masked_lm if cmlm_head is not None else None)
 
   with atomic.atomic_directory(model_dir, overwrite) as temporary:
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o777 & ~umask)  # mkdtemp's is 0o700
     shutil.copyfile(imported.vocab_file, os.path.join(temporary, VOCAB_FILE))
     hyperparams.save_params_dict_to_yaml(
         params, os.path.join(temporary, run_dir.PARAMS_FILE))

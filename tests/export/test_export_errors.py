@@ -1,6 +1,7 @@
 """Export and encode refuse bad input clearly and never leave half an output."""
 import os
 import shutil
+import stat
 
 import numpy as np
 import pytest
@@ -126,6 +127,20 @@ def test_atomic_directory_refuses_to_replace_a_file(tmp_path):
   with pytest.raises(FileExistsError, match="not a directory"):
     with atomic.atomic_directory(str(tmp_path / "taken"), overwrite=True):
       pass
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o755), (0o077, 0o700)])
+def test_atomic_directory_gets_the_mode_the_umask_gives(tmp_path, umask,
+                                                        mode):
+  # mkdtemp makes 0700; a published version must be readable by a server
+  # running as another user when the umask allows it.
+  previous = os.umask(umask)
+  try:
+    with atomic.atomic_directory(str(tmp_path / "models" / "1")) as temporary:
+      open(os.path.join(temporary, "saved_model.pb"), "wb").close()
+  finally:
+    os.umask(previous)
+  assert stat.S_IMODE(os.stat(tmp_path / "models" / "1").st_mode) == mode
 
 
 def test_cli_reports_a_missing_checkpoint_in_one_line(tmp_path):
