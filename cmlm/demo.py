@@ -54,6 +54,7 @@ def main(model_dir=None, train_steps=None):
       shutil.rmtree(model_dir)  # the demo's own scratch directory
   steps = params.trainer.train_steps
   cmlm = params.task.objectives.cmlm
+  check_embedded_data(params)
   tokenization = params.task.tokenization
   print(f"== CMLM demo: training cmlm/demo for {steps} steps on the embedded "
         f"corpus ({cmlm.train_data.input_path}) into {model_dir}",
@@ -158,6 +159,18 @@ def main(model_dir=None, train_steps=None):
           bag_of_words and bag_of_words["stsb_dev"],
       "train_steps": steps, "train_minutes": round(minutes, 2)}
   print(json.dumps(summary))
+
+
+def check_embedded_data(params):
+  """One sentence, before any work, when the corpus or vocabulary the demo
+  ships in `data/` is not there (a pip-installed garden has no `data/`)."""
+  for path in (params.task.objectives.cmlm.train_data.input_path,
+               params.task.tokenization.vocab_file):
+    if not os.path.exists(path):
+      raise FileNotFoundError(
+          f"The demo's data is missing: {path} does not exist. The demo runs "
+          "from a checkout of the repository, which ships data/ (an "
+          "installed wheel does not).")
 
 
 def measure(model, tokenizer, pairs, features, sources, objective="cmlm"):

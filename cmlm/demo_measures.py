@@ -60,6 +60,10 @@ def heldout_pairs(data_config, tokenization_config
     sources.extend([index] * len(pairs))
     batches.extend(cmlm_dataloader.build_cmlm_dataset(
         config, tokenization_config).as_numpy_iterator())
+  if not texts:
+    raise corpus.CorpusError(
+        f"{data_config.input_path} holds no held-out pair (no held-out "
+        "document of two sentences or more); the demo measures on those.")
   features = {key: np.concatenate([b[key] for b in batches])
               for key in cmlm_dataloader.FEATURE_KEYS}
   return texts, features, np.asarray(sources)

@@ -69,3 +69,20 @@ def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path):
       "retrieval_candidates"] <= summary["heldout_pairs"]
   assert summary["train_steps"] == 20
   assert os.path.isdir(tmp_path / "export")
+
+
+def test_the_demo_says_in_one_sentence_when_its_data_is_missing(tmp_path):
+  params = exp_factory.get_exp_config("cmlm/demo")
+  demo.check_embedded_data(params)  # the checkout's data/ is there
+  params.task.objectives.cmlm.train_data.input_path = str(tmp_path / "none")
+  with pytest.raises(FileNotFoundError, match="checkout of the repository"):
+    demo.check_embedded_data(params)
+
+
+def test_heldout_pairs_refuse_a_corpus_without_a_heldout_pair(tmp_path):
+  (tmp_path / "one.txt").write_text("A single sentence.\n\nAnother one.\n")
+  params = exp_factory.get_exp_config("cmlm/demo")
+  validation = params.task.objectives.cmlm.validation_data
+  validation.input_path = str(tmp_path / "one.txt")
+  with pytest.raises(ValueError, match="no held-out pair"):
+    demo_measures.heldout_pairs(validation, params.task.tokenization)
