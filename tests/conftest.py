@@ -45,3 +45,11 @@ def tiny_export(tiny_run, tmp_path_factory):
   from export import exporter  # pylint: disable=g-import-not-at-top
   export_dir = str(tmp_path_factory.mktemp("tiny_export") / "export")
   return exporter.export_run(tiny_run[0], export_dir, export_mlm=True)
+
+
+@pytest.fixture(scope="session")
+def tiny(tiny_run, tiny_export):
+  """The tiny run and its export together, with the run's tokenizer and
+  in-memory model (tests/export/export_helpers.TinyExport)."""
+  from tests.export import export_helpers  # pylint: disable=g-import-not-at-top
+  return export_helpers.tiny_export(tiny_run, tiny_export)

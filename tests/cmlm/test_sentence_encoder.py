@@ -16,15 +16,6 @@ from tests.export import export_helpers
 SENTENCES = export_helpers.SENTENCES
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_run, tiny_export):
-  return export_helpers.tiny_export(tiny_run, tiny_export)
-
-
-def unit(rows):
-  return rows / np.linalg.norm(rows, axis=1, keepdims=True)
-
-
 def test_cmlm_exposes_the_class_lazily():
   assert cmlm.SentenceEncoder is SentenceEncoder
   assert "SentenceEncoder" in dir(cmlm)
@@ -40,7 +31,7 @@ def test_cmlm_exposes_the_class_lazily():
 
 
 def test_every_model_kind_gives_the_trained_encoder_s_embeddings(tiny):
-  expected = unit(tiny.in_memory_embeddings(SENTENCES))
+  expected = export_helpers.unit(tiny.in_memory_embeddings(SENTENCES))
   export_dir = tiny.result.export_dir
   kinds = [export_dir, os.path.dirname(tiny.result.serving_dir),
            tiny.model_dir,
@@ -74,7 +65,7 @@ def test_encode_follows_sentence_transformers_semantics(tiny):
   # truncate, then normalise, then quantize.
   truncated = raw_model.encode(SENTENCES, truncate_dim=8,
                                normalize_embeddings=True)
-  np.testing.assert_allclose(truncated, unit(raw[:, :8]), atol=1e-5)
+  np.testing.assert_allclose(truncated, export_helpers.unit(raw[:, :8]), atol=1e-5)
   packed = raw_model.encode(SENTENCES, precision="ubinary")
   np.testing.assert_array_equal(packed, quantization.quantize(raw, "ubinary"))
   prompted = raw_model.encode(["x"], prompt="query: ")
@@ -140,5 +131,5 @@ def test_installed_wheel_works_outside_the_repository(tiny, tmp_path):
        str(out)], cwd=str(tmp_path), env=env, capture_output=True, text=True,
       timeout=300)
   assert completed.returncode == 0, completed.stderr[-3000:]
-  np.testing.assert_allclose(np.load(out), unit(tiny.in_memory_embeddings(
+  np.testing.assert_allclose(np.load(out), export_helpers.unit(tiny.in_memory_embeddings(
       ["a", "b c"])), atol=1e-5)

@@ -82,6 +82,11 @@ def tiny_export(tiny_run, tiny_export_result) -> TinyExport:
                     run_dir.build_tokenizer(params))
 
 
+def unit(rows: np.ndarray) -> np.ndarray:
+  """Rows scaled to unit L2 norm."""
+  return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
 def run_fresh_python(script: str, *args: str, timeout: int = 300):
   """Runs `script` in a new interpreter that cannot import this project.
 

@@ -19,11 +19,6 @@ from tests.export import export_helpers as export_helpers
 VOCAB = cmlm_experiments.EMBEDDED_VOCAB
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_run, tiny_export):
-  return export_helpers.tiny_export(tiny_run, tiny_export)
-
-
 @pytest.mark.slow
 def test_cli_encode_writes_embeddings_of_every_line(tiny, tmp_path):
   lines = export_helpers.SENTENCES + ["", "emoji 😀"]

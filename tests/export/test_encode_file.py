@@ -14,15 +14,6 @@ from tests.export import export_helpers
 SENTENCES = export_helpers.SENTENCES
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_run, tiny_export):
-  return export_helpers.tiny_export(tiny_run, tiny_export)
-
-
-def unit(rows):
-  return rows / np.linalg.norm(rows, axis=1, keepdims=True)
-
-
 @pytest.mark.slow
 def test_cli_reads_stdin_jsonl_and_writes_quantized_parquet(tiny, tmp_path):
   pq = pytest.importorskip("pyarrow.parquet")
@@ -39,7 +30,7 @@ def test_cli_reads_stdin_jsonl_and_writes_quantized_parquet(tiny, tmp_path):
   table = pq.read_table(str(output))
   assert table.column("text").to_pylist() == SENTENCES
   expected = quantization.quantize(
-      unit(tiny.in_memory_embeddings(SENTENCES)[:, :8]), "int8",
+      export_helpers.unit(tiny.in_memory_embeddings(SENTENCES)[:, :8]), "int8",
       warn_stream=open(os.devnull, "w"))
   # int8 buckets of embeddings equal to 1e-5: at most one bucket apart.
   got = np.array(table.column("embedding").to_pylist())
@@ -57,14 +48,14 @@ def test_csv_in_jsonl_out_with_calibration_from_a_file(tiny, tmp_path):
   embeddings = encode_files.encode_file(
       tiny.model_dir, str(source), output, column="sentence",
       precision="uint8", calibration=str(corpus), show_progress=False)
-  calibration = unit(tiny.in_memory_embeddings(corpus_lines))
+  calibration = export_helpers.unit(tiny.in_memory_embeddings(corpus_lines))
   # Buckets come from the calibration sentences' embeddings, not these.
-  expected = quantization.quantize(unit(tiny.in_memory_embeddings(SENTENCES)),
+  expected = quantization.quantize(export_helpers.unit(tiny.in_memory_embeddings(SENTENCES)),
                                    "uint8", calibration_embeddings=calibration,
                                    warn_stream=open(os.devnull, "w"))
   assert np.abs(embeddings.astype(int) - expected.astype(int)).max() <= 1
   uncalibrated = quantization.quantize(
-      unit(tiny.in_memory_embeddings(SENTENCES)), "uint8",
+      export_helpers.unit(tiny.in_memory_embeddings(SENTENCES)), "uint8",
       warn_stream=open(os.devnull, "w"))
   assert np.abs(embeddings.astype(int) - uncalibrated.astype(int)).max() > 1
   with open(output, encoding="utf-8") as f:

@@ -19,11 +19,6 @@ from tests.export import export_helpers as export_helpers
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_run, tiny_export):
-  return export_helpers.tiny_export(tiny_run, tiny_export)
-
-
 def _copy_run(tiny, tmp_path, with_checkpoints=True):
   """A copy of the trained run's model_dir that a test may damage."""
   model_dir = tmp_path / "model"

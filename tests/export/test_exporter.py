@@ -103,11 +103,6 @@ ALLOWED_NON_CORE_OPS = {"CaseFoldUTF8", "NormalizeUTF8",
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_run, tiny_export):
-  return export_helpers.tiny_export(tiny_run, tiny_export)
-
-
-@pytest.fixture(scope="module")
 def fresh_process(tiny, tmp_path_factory):
   """Embeddings and facts from a process that imports nothing of ours."""
   work = tmp_path_factory.mktemp("fresh")

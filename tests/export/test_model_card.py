@@ -17,11 +17,6 @@ from export import publish
 from tests.export import export_helpers
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_run, tiny_export):
-  return export_helpers.tiny_export(tiny_run, tiny_export)
-
-
 def python_snippet(card: str) -> str:
   return re.search(r"```python\n(.*?)```", card, re.S).group(1)
 
