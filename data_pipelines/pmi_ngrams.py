@@ -41,6 +41,7 @@ import sys
 import time
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
+from data_pipelines import atomic_file
 from data_pipelines import corpus
 from data_pipelines import sentence_splitter
 
@@ -264,9 +265,8 @@ def extract_ngrams(input_spec: str, output_path: str,
     raise FileNotFoundError(f"The output directory {directory} does not "
                             "exist.")
   stats = ExtractionStats()
-  temporary = f"{output_path}.tmp-{os.getpid()}"
   start = last_report = time.perf_counter()
-  try:
+  with atomic_file.atomic_file(output_path) as temporary:
     with open(temporary, "w", encoding="utf-8") as out:
       for sentences in _documents(input_spec, config.document_unit):
         stats.documents += 1
@@ -291,10 +291,6 @@ def extract_ngrams(input_spec: str, output_path: str,
                 f"({stats.words / (now - start):.0f} words/s), "
                 f"{stats.marked_ngrams} n-grams marked", file=stream,
                 flush=True)
-    os.replace(temporary, output_path)
-  finally:
-    if os.path.exists(temporary):
-      os.remove(temporary)
   print(f"ngrams: wrote {output_path}: {stats} in "
         f"{time.perf_counter() - start:.1f}s", file=stream, flush=True)
   return stats

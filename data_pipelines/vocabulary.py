@@ -12,11 +12,11 @@ It must hold the special tokens below, with [PAD] as id 0 because the
 pipeline pads with zeros.
 """
 import os
-import tempfile
 from typing import Iterable, List, Sequence, Union
 
 import tensorflow as tf
 
+from data_pipelines import atomic_file
 from data_pipelines import corpus
 
 PAD, UNK, CLS, SEP, MASK = '[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'
@@ -91,17 +91,10 @@ def write_vocab(vocab: Sequence[str], path: str) -> None:
   """
   vocab = [token for token in vocab
            if not any(character.isspace() for character in token)]
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  descriptor, temporary_path = tempfile.mkstemp(
-      dir=directory, prefix='.' + os.path.basename(path) + '.')
-  try:
-    with os.fdopen(descriptor, 'w', encoding='utf-8') as f:
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with atomic_file.atomic_file(path) as temporary:
+    with open(temporary, 'w', encoding='utf-8') as f:
       f.writelines(token + '\n' for token in vocab)
-    os.replace(temporary_path, path)
-  except BaseException:
-    os.unlink(temporary_path)
-    raise
 
 
 def build_wordpiece_vocab(

@@ -6,6 +6,8 @@ import math
 import os
 from typing import Dict, List, Optional
 
+from data_pipelines import atomic_file
+
 REPORT_JSON = "report.json"
 REPORT_MARKDOWN = "report.md"
 
@@ -143,8 +145,7 @@ def write_report(report: dict, report_dir: str) -> Dict[str, str]:
            "markdown": os.path.join(report_dir, REPORT_MARKDOWN)}
   for kind, text in (("json", json.dumps(report, indent=2, ensure_ascii=False)),
                      ("markdown", markdown_table(report))):
-    temporary = paths[kind] + f".tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as f:
-      f.write(text + ("\n" if kind == "json" else ""))
-    os.replace(temporary, paths[kind])
+    with atomic_file.atomic_file(paths[kind]) as temporary:
+      with open(temporary, "w", encoding="utf-8") as f:
+        f.write(text + ("\n" if kind == "json" else ""))
   return paths

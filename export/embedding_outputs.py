@@ -19,6 +19,8 @@ from typing import Callable, List
 
 import numpy as np
 
+from data_pipelines import atomic_file
+
 FORMATS = ("npy", "jsonl", "parquet")
 _EXTENSIONS = {".npy": "npy", ".jsonl": "jsonl", ".ndjson": "jsonl",
                ".parquet": "parquet"}
@@ -102,14 +104,6 @@ def _pyarrow():
 
 def _atomically(path: str, write: Callable[[str], None]) -> None:
   """`write(temporary)` beside `path`, then renamed onto `path`."""
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  temporary = os.path.join(directory,
-                           f".tmp-{os.getpid()}-{os.path.basename(path)}")
-  try:
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with atomic_file.atomic_file(path) as temporary:
     write(temporary)
-    os.replace(temporary, path)
-  except BaseException:
-    if os.path.exists(temporary):
-      os.remove(temporary)
-    raise

@@ -9,7 +9,8 @@ never replaced unless asked (`overwrite=True`); on any failure the temporary
 directory, and the parent directories made for it, are removed and the
 target is left as it was. The directory gets the permissions the process'
 umask gives a new one (not `mkdtemp`'s private 0700), so a server running as
-another user can read what was published.
+another user can read what was published. (Single files: see
+`data_pipelines/atomic_file.py`.)
 """
 import contextlib
 import os

@@ -1,0 +1,33 @@
+"""data_pipelines/atomic_file.py: a file appears complete or not at all."""
+import os
+
+import pytest
+
+from data_pipelines import atomic_file
+
+
+def test_the_file_appears_only_when_the_block_ends(tmp_path):
+  target = tmp_path / "vocab.txt"
+  target.write_text("old\n")
+  with atomic_file.atomic_file(str(target)) as temporary:
+    with open(temporary, "w", encoding="utf-8") as f:
+      f.write("new\n")
+    assert target.read_text() == "old\n"  # not yet replaced
+  assert target.read_text() == "new\n"
+  assert os.listdir(tmp_path) == ["vocab.txt"]
+
+
+def test_a_failure_leaves_the_target_as_it_was_and_no_temporary(tmp_path):
+  target = tmp_path / "report.json"
+  target.write_text("{}\n")
+  with pytest.raises(RuntimeError):
+    with atomic_file.atomic_file(str(target)) as temporary:
+      with open(temporary, "w", encoding="utf-8") as f:
+        f.write('{"half": ')
+      raise RuntimeError("disk full")
+  assert target.read_text() == "{}\n"
+  assert os.listdir(tmp_path) == ["report.json"]
+  with pytest.raises(RuntimeError):  # nothing written, nothing left
+    with atomic_file.atomic_file(str(tmp_path / "new.txt")):
+      raise RuntimeError("no input")
+  assert os.listdir(tmp_path) == ["report.json"]
