@@ -41,6 +41,8 @@ NUM_NEIGHBOURS = 3
 
 
 def main(model_dir=None, train_steps=None):
+  if train_steps is not None and train_steps < 1:
+    raise ValueError(f"--train_steps must be 1 or more, got {train_steps}.")
   params = exp_factory.get_exp_config("cmlm/demo")
   if train_steps:
     params.override({"trainer": {
@@ -76,9 +78,13 @@ def main(model_dir=None, train_steps=None):
   model, reporter = result.model, result.progress
   minutes = (time.perf_counter() - start) / 60
   after = measure(model, tokenizer, pairs, features, sources)
-  print(f"\n== Trained {steps} steps in {minutes:.1f} min.")
-  print(f"training loss: first loop {reporter.first_loss:.3f} -> last loop "
-        f"{reporter.last_loss:.3f}")
+  if reporter.first_loss is None:  # a finished run in --model_dir
+    print(f"\n== {model_dir} already holds the run trained to step {steps}; "
+          "measuring it without training.")
+  else:
+    print(f"\n== Trained to step {steps} in {minutes:.1f} min.")
+    print(f"training loss: first loop {reporter.first_loss:.3f} -> last loop "
+          f"{reporter.last_loss:.3f}")
   print(f"held-out MLM loss over {after['heldout_pairs']} pairs: untrained "
         f"{before['heldout_mlm_loss']:.3f} -> trained "
         f"{after['heldout_mlm_loss']:.3f}")

@@ -19,6 +19,9 @@ flags.DEFINE_integer("train_steps", None, "Training steps (default: "
 
 def main(argv) -> None:
   flag_parsing.parse("demo", __doc__, FLAGS, argv)
+  if FLAGS.train_steps is not None and FLAGS.train_steps < 1:
+    raise ValueError(f"--train_steps must be 1 or more, got "
+                     f"{FLAGS.train_steps}.")
   from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import demo  # pylint: disable=g-import-not-at-top
   demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)

@@ -84,6 +84,13 @@ def test_an_unknown_flag_is_a_one_line_error():
       "`python -m cmlm encode --help`."]
 
 
+def test_demo_refuses_a_step_count_below_one_before_any_work():
+  result = run_cli("demo", "--train_steps=0")
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines() == [
+      "cmlm demo: error: --train_steps must be 1 or more, got 0."]
+
+
 def test_without_a_known_command_the_commands_are_listed():
   for args in ((), ("--model_dir=x",), ("fit",)):
     result = run_cli(*args)

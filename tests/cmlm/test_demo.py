@@ -48,12 +48,15 @@ REQUIRED_KEYS = {  # issue 10 item 3, and the rank measures beside top-1
 
 def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path):
   """`python -m cmlm demo` run for 20 steps: the export reloads and the last
-  line holds every figure, each interval around its estimate."""
-  completed = subprocess.run(
+  line holds every figure, each interval around its estimate; run again on
+  the finished run, it measures it without training."""
+  demo_run = lambda: subprocess.run(
       [sys.executable, "-m", "cmlm", "demo", f"--model_dir={tmp_path}",
        "--train_steps=20"], cwd=helpers.REPO_ROOT, capture_output=True,
       text=True, timeout=600, check=False)
+  completed = demo_run()
   assert completed.returncode == 0, completed.stderr[-3000:]
+  assert "Trained to step 20" in completed.stdout
   lines = completed.stdout.strip().splitlines()
   assert "hub.KerasLayer reload" in completed.stdout
   summary = json.loads(lines[-1])
@@ -86,3 +89,8 @@ def test_heldout_pairs_refuse_a_corpus_without_a_heldout_pair(tmp_path):
   validation.input_path = str(tmp_path / "one.txt")
   with pytest.raises(ValueError, match="no held-out pair"):
     demo_measures.heldout_pairs(validation, params.task.tokenization)
+  again = demo_run()
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "already holds the run trained to step 20" in again.stdout
+  assert json.loads(again.stdout.strip().splitlines()[-1])[
+      "stsb_dev_trained"] == summary["stsb_dev_trained"]
