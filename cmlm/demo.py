@@ -85,6 +85,21 @@ def main(model_dir=None, train_steps=None):
     print(f"\n== Trained to step {steps} in {minutes:.1f} min.")
     print(f"training loss: first loop {reporter.first_loss:.3f} -> last loop "
           f"{reporter.last_loss:.3f}")
+  mrr_gain = demo_measures.retrieval_gain(before["retrieval_ranks"],
+                                          after["retrieval_ranks"])
+  print_figures(before, after, bag_of_words, mrr_gain)
+  sentences = sorted({s1 for s1, _ in pairs})
+  print_neighbours(model.encoder, tokenizer, sentences)
+  print(f"\nCheckpoints and TensorBoard summaries: {model_dir}")
+
+  print("\n== TF-Hub export of the trained model")
+  print(exporter.export_and_reload(model_dir, model.encoder, sentences[:64]))
+  print(json.dumps(summary(before, after, bag_of_words, mrr_gain, steps,
+                           minutes)))
+
+
+def print_figures(before, after, bag_of_words, mrr_gain):
+  """The measures, untrained -> trained, one line each."""
   print(f"held-out MLM loss over {after['heldout_pairs']} pairs: untrained "
         f"{before['heldout_mlm_loss']:.3f} -> trained "
         f"{after['heldout_mlm_loss']:.3f}")
@@ -97,8 +112,6 @@ def main(model_dir=None, train_steps=None):
       low, high = after[key + "_ci95"]
       print(f"  {what:22s} untrained {before[key]:+.4f}  trained "
             f"{after[key]:+.4f} [{low:+.4f}, {high:+.4f}]")
-  retrieval_mrr_gain, retrieval_mrr_gain_ci95 = demo_measures.retrieval_gain(
-      before["retrieval_ranks"], after["retrieval_ranks"])
   print(f"next-sequence retrieval, each s1 against all "
         f"{after['retrieval_candidates']} held-out s2 (cosine), untrained -> "
         f"trained:")
@@ -107,10 +120,10 @@ def main(model_dir=None, train_steps=None):
         f"{before['retrieval_top10']:.1%} -> {after['retrieval_top10']:.1%}, "
         f"median rank {before['retrieval_median_rank']:.0f} -> "
         f"{after['retrieval_median_rank']:.0f}")
-  low, high = retrieval_mrr_gain_ci95
+  gain, (low, high) = mrr_gain
   print(f"  mean reciprocal rank {before['retrieval_mrr']:.4f} -> "
-        f"{after['retrieval_mrr']:.4f} (gain {retrieval_mrr_gain:+.4f}, paired "
-        f"bootstrap 95% interval [{low:+.4f}, {high:+.4f}])")
+        f"{after['retrieval_mrr']:.4f} (gain {gain:+.4f}, paired bootstrap "
+        f"95% interval [{low:+.4f}, {high:+.4f}])")
   if after["stsb_dev"] is not None:
     print(f"STS-B dev Spearman x 100: untrained {before['stsb_dev']:.1f} -> "
           f"trained {after['stsb_dev']:.1f}")
@@ -121,8 +134,10 @@ def main(model_dir=None, train_steps=None):
           f"reciprocal rank {bag_of_words['retrieval_mrr']:.4f}"
           + (f", STS-B dev {stsb:.1f}" if stsb is not None else ""))
 
-  sentences = sorted({s1 for s1, _ in pairs})
-  vectors = run_dir.embed_sentences(model.encoder, tokenizer, sentences)
+
+def print_neighbours(encoder, tokenizer, sentences):
+  """The nearest held-out neighbours (cosine) of a few held-out s1."""
+  vectors = run_dir.embed_sentences(encoder, tokenizer, sentences)
   print("\n== Nearest held-out neighbours (cosine) of a few queries")
   similarity = vectors @ vectors.T
   for query in np.linspace(0, len(sentences) - 1, NUM_QUERIES + 2,
@@ -131,11 +146,12 @@ def main(model_dir=None, train_steps=None):
     order = [i for i in np.argsort(-similarity[query]) if i != query]
     for i in order[:NUM_NEIGHBOURS]:
       print(f"  {similarity[query, i]:.3f}  {_clip(sentences[i])}")
-  print(f"\nCheckpoints and TensorBoard summaries: {model_dir}")
 
-  print("\n== TF-Hub export of the trained model")
-  print(exporter.export_and_reload(model_dir, model.encoder, sentences[:64]))
-  summary = {
+
+def summary(before, after, bag_of_words, mrr_gain, steps, minutes):
+  """The demo's last line: every figure, as one JSON object."""
+  mean_pooled = lambda key: bag_of_words and bag_of_words[key]
+  figures = {
       "conditioning_gain": after["conditioning_gain"],
       "conditioning_gain_ci95": after["conditioning_gain_ci95"],
       "conditioning_gain_same_source": after["conditioning_gain_same_source"],
@@ -144,27 +160,21 @@ def main(model_dir=None, train_steps=None):
       "conditioning_gain_untrained": before["conditioning_gain"],
       "heldout_pairs": after["heldout_pairs"],
       "heldout_mlm_loss_untrained": before["heldout_mlm_loss"],
-      "heldout_mlm_loss_trained": after["heldout_mlm_loss"],
-      "retrieval_top1_untrained": before["retrieval_top1"],
-      "retrieval_top1_trained": after["retrieval_top1"],
-      "retrieval_top10_untrained": before["retrieval_top10"],
-      "retrieval_top10_trained": after["retrieval_top10"],
-      "retrieval_median_rank_untrained": before["retrieval_median_rank"],
-      "retrieval_median_rank_trained": after["retrieval_median_rank"],
-      "retrieval_mrr_untrained": before["retrieval_mrr"],
-      "retrieval_mrr_trained": after["retrieval_mrr"],
-      "retrieval_mrr_gain_ci95": retrieval_mrr_gain_ci95,
+      "heldout_mlm_loss_trained": after["heldout_mlm_loss"]}
+  for key in ("retrieval_top1", "retrieval_top10", "retrieval_median_rank",
+              "retrieval_mrr"):
+    figures[key + "_untrained"] = before[key]
+    figures[key + "_trained"] = after[key]
+  figures.update({
+      "retrieval_mrr_gain_ci95": mrr_gain[1],
       "retrieval_candidates": after["retrieval_candidates"],
       "stsb_dev_untrained": before["stsb_dev"],
       "stsb_dev_trained": after["stsb_dev"],
-      "retrieval_top1_untrained_mean_pooled":
-          bag_of_words and bag_of_words["retrieval_top1"],
-      "retrieval_mrr_untrained_mean_pooled":
-          bag_of_words and bag_of_words["retrieval_mrr"],
-      "stsb_dev_untrained_mean_pooled":
-          bag_of_words and bag_of_words["stsb_dev"],
-      "train_steps": steps, "train_minutes": round(minutes, 2)}
-  print(json.dumps(summary))
+      "retrieval_top1_untrained_mean_pooled": mean_pooled("retrieval_top1"),
+      "retrieval_mrr_untrained_mean_pooled": mean_pooled("retrieval_mrr"),
+      "stsb_dev_untrained_mean_pooled": mean_pooled("stsb_dev"),
+      "train_steps": steps, "train_minutes": round(minutes, 2)})
+  return figures
 
 
 def check_embedded_data(params):

@@ -72,6 +72,11 @@ def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path):
       "retrieval_candidates"] <= summary["heldout_pairs"]
   assert summary["train_steps"] == 20
   assert os.path.isdir(tmp_path / "export")
+  again = demo_run()
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "already holds the run trained to step 20" in again.stdout
+  assert json.loads(again.stdout.strip().splitlines()[-1])[
+      "stsb_dev_trained"] == summary["stsb_dev_trained"]
 
 
 def test_the_demo_says_in_one_sentence_when_its_data_is_missing(tmp_path):
@@ -89,8 +94,3 @@ def test_heldout_pairs_refuse_a_corpus_without_a_heldout_pair(tmp_path):
   validation.input_path = str(tmp_path / "one.txt")
   with pytest.raises(ValueError, match="no held-out pair"):
     demo_measures.heldout_pairs(validation, params.task.tokenization)
-  again = demo_run()
-  assert again.returncode == 0, again.stderr[-3000:]
-  assert "already holds the run trained to step 20" in again.stdout
-  assert json.loads(again.stdout.strip().splitlines()[-1])[
-      "stsb_dev_trained"] == summary["stsb_dev_trained"]
