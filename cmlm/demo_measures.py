@@ -168,13 +168,20 @@ def conditioning_gain(mlm_logits, features: Features, sources: np.ndarray,
 def retrieval_ranks(embed: Callable[[Sequence[str]], np.ndarray],
                     pairs: Sequence[Tuple[str, str]]) -> np.ndarray:
   """The rank (1 = first) of each pair's s2 among all held-out s2 texts,
-  ordered by cosine with its s1 (`embed` gives L2-normalised vectors)."""
+  ordered by cosine with its s1 (`embed` gives L2-normalised vectors).
+
+  Candidates scored equal to the true s2 share their places (the mean rank
+  under a random order among them), so an encoder that gives every text the
+  same vector ranks at chance, not first.
+  """
   candidates = sorted({s2 for _, s2 in pairs})
   index = {text: i for i, text in enumerate(candidates)}
   similarity = embed([s1 for s1, _ in pairs]) @ embed(candidates).T
   targets = np.array([index[s2] for _, s2 in pairs])
-  own = similarity[np.arange(len(targets)), targets]
-  return 1 + np.sum(similarity > own[:, None], axis=1)
+  own = similarity[np.arange(len(targets)), targets][:, None]
+  above = np.sum(similarity > own, axis=1)
+  level = np.sum(similarity == own, axis=1) - 1  # the true s2 itself left out
+  return 1 + above + level / 2
 
 
 def retrieval_measures(ranks: np.ndarray) -> Dict[str, float]:

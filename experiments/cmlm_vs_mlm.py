@@ -9,8 +9,10 @@ the same text twice:
     masks), with batch 2B for the same T steps, so both run the encoder on
     2 x B x T sequences (CMLM's s2 pass also reads the N = 15 projections);
 then evaluates both frozen encoders with `cmlm eval` (evaluation.runner) on
-STS-B dev, SICK-R, CR, MRPC, TREC and SST-2, and prints one table and a
-final JSON line. Each model is evaluated twice: as it is, and "+PCR":
+STS-B dev, SICK-R, CR, MRPC, TREC and SST-2, and on next-sequence retrieval
+over the corpus' held-out pairs (the demo's measure: mean reciprocal rank of
+each s1's true s2 among all held-out s2, `next-seq MRR`), and prints one
+table and a final JSON line. Each model is evaluated twice: as it is, and "+PCR":
 principal component removal (section 5.2), with the first principal
 component (uncentred, as the paper fits a language's) of `--pcr_sample`
 English sentences of the embedded corpus' training split removed from every
@@ -27,10 +29,13 @@ import os
 import sys
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 
+from cmlm import demo_measures  # noqa: E402
 from data_pipelines import corpus  # noqa: E402
 from evaluation import encoders  # noqa: E402
 from evaluation import runner  # noqa: E402
@@ -42,6 +47,7 @@ from official.core import exp_factory  # noqa: E402
 from training import train  # noqa: E402
 
 TASKS = ("sts-b", "sick-r", "cr", "mrpc", "trec", "sst2")
+RETRIEVAL = "next-seq MRR"
 
 
 def parse_args(argv=None):
@@ -91,6 +97,17 @@ def with_pcr(encoder, component):
   return encode
 
 
+def next_sequence_mrr(encoder, pairs) -> float:
+  """Mean reciprocal rank of each held-out pair's s2 among all held-out s2,
+  by cosine with its s1 (`demo_measures.retrieval_ranks`)."""
+  def embed(sentences):
+    vectors = encoder(list(sentences))
+    return vectors / np.maximum(
+        np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+  ranks = demo_measures.retrieval_ranks(embed, pairs)
+  return demo_measures.retrieval_measures(ranks)["retrieval_mrr"]
+
+
 def experiment(condition: bool, steps: int, batch_size: int):
   """cmlm/demo, with or without the conditioning, at equal encoder compute."""
   params = exp_factory.get_exp_config("cmlm/demo")
@@ -120,6 +137,9 @@ def main(argv=None):
           flush=True)
     train.run(params, model_dir, mode="train")
     encoder = encoders.load_encoder(model_dir)
+    heldout = demo_measures.heldout_pairs(
+        params.task.objectives.cmlm.validation_data,
+        params.task.tokenization)[0]
     sample = pcr_sentences(params.task.objectives.cmlm.train_data,
                            args.pcr_sample)
     component = pcr.first_principal_component(encoder(sample))
@@ -134,14 +154,18 @@ def main(argv=None):
       figures[row] = {task: round(result["tasks"][task][
           result["tasks"][task]["headline"]], 2)
                       for task in args.tasks if task in result["tasks"]}
+      figures[row][RETRIEVAL] = round(next_sequence_mrr(row_encoder,
+                                                        heldout), 4)
   print(f"\nCMLM vs MLM, equal encoder compute ({args.steps} steps; CMLM "
         f"batch {args.batch_size}, MLM batch {2 * args.batch_size}; +PCR: "
         f"first principal component of {args.pcr_sample} corpus sentences "
         "removed):")
-  print("model     " + " ".join(f"{task:>7}" for task in args.tasks))
+  print("model     " + " ".join(f"{task:>7}" for task in args.tasks)
+        + f"  {RETRIEVAL} ({len(heldout)} held-out pairs)")
   for name, values in figures.items():
     print(f"{name:<9} " + " ".join(
-        f"{values.get(task, float('nan')):7.2f}" for task in args.tasks))
+        f"{values.get(task, float('nan')):7.2f}" for task in args.tasks)
+          + f"  {values[RETRIEVAL]:.4f}")
   print(f"({(time.perf_counter() - start) / 60:.1f} min)")
   print(json.dumps({"steps": args.steps, "cmlm_batch": args.batch_size,
                     "mlm_batch": 2 * args.batch_size,

@@ -115,6 +115,14 @@ def test_retrieval_ranks_count_the_candidates_scored_above_the_true_s2():
   assert measures["retrieval_mrr"] == pytest.approx((6 / 3 + 1 / 2 + 1) / 8)
 
 
+def test_a_collapsed_encoder_ranks_at_chance_not_first():
+  pairs = [(f"a{i}", f"b{i}") for i in range(9)]
+  constant = lambda texts: np.ones([len(texts), 4]) / 2  # one vector for all
+  ranks = demo_measures.retrieval_ranks(constant, pairs)
+  assert ranks.tolist() == [5.0] * 9  # the middle of 9 tied places
+  assert demo_measures.retrieval_measures(ranks)["retrieval_top1"] == 0.0
+
+
 def test_retrieval_gain_interval_excludes_zero_only_for_a_real_change():
   rng = np.random.default_rng(0)
   before = rng.integers(1, 200, size=300)

@@ -44,3 +44,14 @@ def test_pcr_removes_the_shared_direction_fitted_on_training_sentences_only(
   np.testing.assert_allclose(removed @ component, 0, atol=1e-9)
   with pytest.raises(SystemExit):
     cmlm_vs_mlm.parse_args(["--tasks=sts-b,nope"])
+
+
+def test_next_sequence_mrr_is_one_when_each_s1_points_at_its_s2():
+  import numpy as np
+  pairs = [(f"a{i}", f"b{i}") for i in range(6)]
+  # Unnormalised, different lengths: the measure is by cosine.
+  encoder = lambda sentences: np.stack(
+      [(1 + int(s[1:])) * np.eye(6)[int(s[1:])] for s in sentences])
+  assert cmlm_vs_mlm.next_sequence_mrr(encoder, pairs) == 1.0
+  shifted = [(f"a{i}", f"b{(i + 1) % 6}") for i in range(6)]
+  assert cmlm_vs_mlm.next_sequence_mrr(encoder, shifted) < 1.0
