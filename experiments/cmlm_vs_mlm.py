@@ -29,8 +29,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
@@ -38,6 +36,7 @@ import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads
 from cmlm import demo_measures  # noqa: E402
 from data_pipelines import corpus  # noqa: E402
 from evaluation import encoders  # noqa: E402
+from evaluation import retrieval  # noqa: E402
 from evaluation import runner  # noqa: E402
 from evaluation.task_data import EvalOptions  # noqa: E402
 from experiments import cmlm_experiments  # noqa: E402
@@ -100,10 +99,7 @@ def with_pcr(encoder, component):
 def next_sequence_mrr(encoder, pairs) -> float:
   """Mean reciprocal rank of each held-out pair's s2 among all held-out s2,
   by cosine with its s1 (`demo_measures.retrieval_ranks`)."""
-  def embed(sentences):
-    vectors = encoder(list(sentences))
-    return vectors / np.maximum(
-        np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+  embed = lambda sentences: retrieval.normalize_rows(encoder(list(sentences)))
   ranks = demo_measures.retrieval_ranks(embed, pairs)
   return demo_measures.retrieval_measures(ranks)["retrieval_mrr"]
 
