@@ -18,10 +18,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import export  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import cmlm.export  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 
-from export import encode  # noqa: E402
+from cmlm.export import embedders  # noqa: E402
 
 STS_DEV = "/work/shared/data/eval/sts/STSBenchmark/sts-dev.csv"
 
@@ -84,7 +84,7 @@ def main():
   if args.threads:
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
   sentences = read_sts_sentences(args.sentences)
-  embed = encode.load_embedder(args.model)
+  embed = embedders.load_embedder(args.model)
   baseline = None
   for batch_size in (int(b) for b in args.batch_sizes.split(",")):
     count, seconds = time_batch_size(embed, sentences, batch_size,

@@ -6,7 +6,7 @@ with `python -m cmlm export`; our text-to-embedding SavedModel (tokenization
 inside) and sentence-transformers' `encode` then embed the same sentences,
 STS-B dev (both columns, 3000; at batch size 1, every 5th of them), at batch
 sizes 1, 32 and 256, each as it is used: sentence-transformers'
-`encode(sentences, batch_size)`, ours `export.encode.embed_in_batches` over
+`encode(sentences, batch_size)`, ours `Embedder.embed` (`export.embedders`) over
 the serving signature (and `export_dir_sent_per_s`: the export directory as
 `encode`, `eval` and `cmlm.SentenceEncoder` load it). Both sort the sentences
 by length before batching (sentence-transformers by characters, ours by
@@ -41,15 +41,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (the preprocessor's ops)
 
-from experiments import registry  # noqa: E402,F401  (registers cmlm/en_base)
-from export import encode  # noqa: E402
-from export import exporter  # noqa: E402
-from training import import_run as importer  # noqa: E402
+from cmlm import registry_imports  # noqa: E402,F401  (registers everything)
+from cmlm.export import embedders as embedders_lib  # noqa: E402
+from cmlm.export import exporter  # noqa: E402
+from cmlm.training import import_run as importer  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
@@ -155,12 +154,12 @@ def where_time_goes(export_parts, peer, torch, sentences, batch_size,
 
 def compare(embedders, peer, sentences, batch_size, rounds):
   """Best sentences/s of each of our embedders and of sentence-transformers."""
-  runs = {name: (lambda embed=embed: encode.embed_in_batches(
-      embed, sentences, batch_size)) for name, embed in embedders.items()}
+  runs = {name: (lambda embed=embed: embed.embed(sentences, batch_size))
+          for name, embed in embedders.items()}
   runs["st"] = lambda: peer.encode(sentences, batch_size=batch_size)
   warm = sentences[:2 * batch_size]  # traces, thread pools, caches
   for embed in embedders.values():
-    encode.embed_in_batches(embed, warm, batch_size)
+    embed.embed(warm, batch_size)
   peer.encode(warm, batch_size=batch_size)
   best = {name: 0.0 for name in runs}
   for _ in range(rounds):  # alternate, so load hits all alike
@@ -172,7 +171,7 @@ def compare(embedders, peer, sentences, batch_size, rounds):
 
 def min_cosine(embed, peer, sentences):
   """The smallest cosine between our embedding and theirs (float32)."""
-  ours = encode.embed_in_batches(embed, sentences, 32)
+  ours = embed.embed(sentences, 32)
   theirs = peer.encode(sentences, batch_size=32)
   ours /= np.linalg.norm(ours, axis=1, keepdims=True)
   theirs /= np.linalg.norm(theirs, axis=1, keepdims=True)
@@ -194,8 +193,9 @@ def main():
   with tempfile.TemporaryDirectory() as temporary:
     export_dir = args.export_dir or export_minilm(model_dir, temporary)
     embedders = {
-        "ours": encode.load_embedder(os.path.join(export_dir, "serving")),
-        "export_dir": encode.load_embedder(export_dir)}
+        "ours": embedders_lib.load_embedder(
+            os.path.join(export_dir, "serving")),
+        "export_dir": embedders_lib.load_embedder(export_dir)}
     export_parts = (
         tf.saved_model.load(os.path.join(export_dir, "preprocessor")),
         tf.saved_model.load(os.path.join(export_dir, "encoder")).signatures[
@@ -222,7 +222,7 @@ def main():
           "cpu": cpu_model()}), flush=True)
       (our_tokens, our_encoder), (st_tokens, st_encoder) = where_time_goes(
           export_parts, peer, torch, chosen, batch_size,
-          encode.lengths_of(embedders["ours"], chosen))
+          embedders["ours"].lengths(chosen))
       print(f"  batch {batch_size}: tokenization alone {our_tokens:.0f} vs "
             f"{st_tokens:.0f} sent/s (ours vs sentence-transformers); encoder "
             f"alone {our_encoder:.0f} vs {st_encoder:.0f} sent/s",

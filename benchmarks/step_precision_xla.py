@@ -1,7 +1,7 @@
 """Examples/s of the CMLM training step: tiny and base, XLA on/off, fp32/bf16.
 
 For each configuration (model x `jit_compile` x precision) this times the
-step `CmlmTrainer` runs: the task's forward and backward pass (compiled with
+step `SentenceEncoderTrainer` runs: the task's forward and backward pass (compiled with
 XLA when `jit_compile`), then the optimizer update, on random features of
 the experiment's shapes. Prints one JSON line per configuration with
 examples/s, seconds per step, the first (compiling) call, and the model's
@@ -20,18 +20,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
 from benchmarks.train_step import random_features  # noqa: E402
-from experiments import registry  # noqa: E402,F401  (registers experiments)
-from objectives import base as objective_base  # noqa: E402
+from cmlm import registry_imports  # noqa: E402,F401  (registers everything)
+from cmlm.objectives import base as objective_base  # noqa: E402
 from official.core import exp_factory  # noqa: E402
-from training import fault_tolerance  # noqa: E402
-from training import run_dir  # noqa: E402
-from training import task as task_lib  # noqa: E402
-from training import train  # noqa: E402
+from cmlm.training import run_dir  # noqa: E402
+from cmlm.training import task as task_lib  # noqa: E402
+from cmlm.training import trainer  # noqa: E402
+from cmlm.training import train  # noqa: E402
 
 EXPERIMENTS = {"tiny": "cmlm/tiny", "base": "cmlm/en_base"}
 # Dense bfloat16 peak TFLOP/s, by a substring of the GPU's name.
@@ -106,17 +105,14 @@ def make_step(params, jit_compile):
                                     params.runtime)
 
   def forward_backward(features):
-    update = fault_tolerance.DeferredUpdate(optimizer)
-    logs = task.train_step(features, model=model, optimizer=update)
-    return logs[task.loss], update.gradients
+    return task.train_step(features, model=model, optimizer=optimizer)
 
   forward_backward = tf.function(forward_backward, jit_compile=jit_compile)
 
   @tf.function
   def step(features):
     loss, gradients = forward_backward(features)
-    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-    model.after_update()  # each objective's hook, as the trainer runs it
+    trainer.apply_update(model, optimizer, gradients)  # as the trainer does
     return loss
   return step
 

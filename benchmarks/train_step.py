@@ -19,20 +19,20 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from data_pipelines import cmlm_dataloader  # noqa: E402
-from experiments import registry  # noqa: E402,F401  (registers experiments)
-from objectives import base as objective_base  # noqa: E402
+from cmlm.data_pipelines import cmlm_dataloader  # noqa: E402
+from cmlm import registry_imports  # noqa: E402,F401  (registers everything)
+from cmlm.objectives import base as objective_base  # noqa: E402
 from official.core import exp_factory  # noqa: E402
 from official.nlp.configs import bert  # noqa: E402
 from official.nlp.configs import encoders  # noqa: E402
 from official.nlp.data import pretrain_dataloader  # noqa: E402
 from official.nlp.tasks import masked_lm  # noqa: E402
-from training import run_dir  # noqa: E402
-from training import task as task_lib  # noqa: E402
+from cmlm.training import run_dir  # noqa: E402
+from cmlm.training import task as task_lib  # noqa: E402
+from cmlm.training import trainer  # noqa: E402
 
 
 def parse_args():
@@ -63,9 +63,10 @@ def compiled_train_step(task, model):
   metrics = task.build_metrics(training=True)
 
   @tf.function
-  def step(features):
-    logs = task.train_step(features, model, optimizer, metrics=metrics)
-    return logs[task.loss]
+  def step(features):  # the trainer's step, without its non-finite guard
+    loss, gradients = task.train_step(features, model, optimizer, metrics)
+    trainer.apply_update(model, optimizer, gradients)
+    return loss
   return step
 
 

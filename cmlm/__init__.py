@@ -1,12 +1,47 @@
 """CMLM model garden: universal sentence encoders trained with Conditional MLM.
 
-`python -m cmlm COMMAND` is the command line (`cmlm/__main__.py`, one module
-a command in `cmlm/commands/`). `from cmlm import SentenceEncoder` is the
-Python API (`cmlm/sentence_encoder.py`), imported on first use so that the
-command line starts without TensorFlow. Keras 2 is selected by
-`legacy_keras`, which every package of the garden imports first.
+Everything the garden offers lives under this one import namespace:
+
+  cmlm.data_pipelines  text -> token ids -> (masked) features, as tf.data
+  cmlm.modeling        Keras layers and networks; losses as plain functions
+  cmlm.objectives      the objective seam, and CMLM's objectives on it
+  cmlm.training        the task, the trainer, stages, run directories
+  cmlm.export          TF-Hub / TF Serving SavedModels; loading any model
+  cmlm.evaluation      STS, transfer, Tatoeba, mining, language distribution
+  cmlm.experiments     the registered experiments (Model Garden configs)
+  cmlm.projects        other papers' methods, one folder each
+  cmlm.commands        `python -m cmlm COMMAND`, one module a command
+
+`from cmlm import SentenceEncoder` is the Python API
+(`cmlm/sentence_encoder.py`), imported on first use so that the command line
+starts without TensorFlow.
+
+In a checkout the subpackages are the repository's top-level folders beside
+`cmlm/` (the design card's layout: `modeling/`, `data_pipelines/`, ...); an
+installed wheel holds them inside `cmlm/` (pyproject.toml's `package-dir`).
+Below, a checkout's root joins this package's path, so `cmlm.modeling` is
+`<checkout>/modeling` there and `<site-packages>/cmlm/modeling` when installed.
+
+Keras 2: Model Garden and `hub.KerasLayer` need it, and TensorFlow picks its
+Keras when it is first imported. Every module of the garden is inside this
+package, so this file, run before any of them, is the one place that sets
+`TF_USE_LEGACY_KERAS=1`. Code outside the garden that imports TensorFlow
+before us must set it itself.
 """
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import os
+import sys
+
+if "tensorflow" in sys.modules and os.environ.get("TF_USE_LEGACY_KERAS") != "1":
+  raise ImportError(
+      "TensorFlow was imported before the cmlm garden with Keras 3 selected; "
+      "import cmlm (or set TF_USE_LEGACY_KERAS=1) before importing "
+      "tensorflow.")
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if (not os.path.isdir(os.path.join(__path__[0], "modeling")) and
+    os.path.isfile(os.path.join(_CHECKOUT, "modeling", "__init__.py"))):
+  __path__.append(_CHECKOUT)  # a checkout: cmlm.modeling is ../modeling
 
 __version__ = "0.1.0"
 __all__ = ["SentenceEncoder", "__version__"]

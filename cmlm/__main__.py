@@ -6,8 +6,6 @@ Commands:
           far the loss fell and nearest neighbours of held-out sentences
   vocab   build a WordPiece vocabulary from a corpus, or a cased multilingual
           one from LANG=CORPUS,... with language smoothing (section 4.4)
-  ngrams  mark a corpus's PMI n-grams for MiSAD (Li et al. 2020, 3.1;
-          data_pipelines/pmi_ngrams.py)
   stages  multistage multilingual training s1 | s2 | s3 (section 4.2;
           training/stages.py)
   pcr     fit each language's principal component for a trained model
@@ -24,6 +22,9 @@ Commands:
           parallel mining and the language distribution of retrieved
           sentences; writes report.json and report.md (evaluation/runner.py)
 
+Projects (projects/<name>/) add commands of their own; they are listed
+below this text in `python -m cmlm --help`.
+
 Each command is a module of cmlm/commands/ with its own flags: run
 `python -m cmlm COMMAND --help` for them; a flag the command does not take
 is an error. Errors in what you give (a flag, a path, a file, a config
@@ -34,29 +35,36 @@ import importlib
 import os
 import sys
 
-# Quiet TensorFlow's C++ start-up chatter (no GPU here, CPU instructions...)
-# unless the user asked for it.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Quiet TensorFlow's C++ start-up chatter (CPU instructions, oneDNN...)
+# unless the user asked for it. Without an NVIDIA device, TensorFlow's CUDA
+# build also logs "failed call to cuInit" at ERROR level on its first op:
+# there, only FATAL C++ logs are shown (errors reach the user as Python
+# exceptions, one line each).
+os.environ.setdefault(
+    "TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/dev/nvidiactl") else "3")
 
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 from absl import app
 from absl import flags
 
 from cmlm.commands import COMMANDS
+from cmlm.commands import CORE_COMMANDS
 
 USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError)
 
 
 def main(argv):
   command = argv[1] if len(argv) > 1 else ""
+  if command not in CORE_COMMANDS:
+    # A project's command, or a listing of all: the projects register theirs.
+    from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   if command in ("-h", "-help", "--help"):
-    print(__doc__)
+    print(__doc__ + project_commands())
     return
   if command not in COMMANDS:
-    print(__doc__)
+    print(__doc__ + project_commands())
     sys.exit(f"Give a command among {', '.join(COMMANDS)} first; got "
              f"{command or 'none'}.")
-  module = importlib.import_module(f"cmlm.commands.{COMMANDS[command]}")
+  module = importlib.import_module(COMMANDS[command])
   try:
     module.main(argv[2:])
   except USER_ERRORS as error:
@@ -65,6 +73,16 @@ def main(argv):
     message = str(error).strip().strip('"')
     print(f"cmlm {command}: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def project_commands() -> str:
+  """The projects' commands, a line each, under the core's list."""
+  lines = []
+  for name, module_name in COMMANDS.items():
+    if name not in CORE_COMMANDS:
+      doc = importlib.import_module(module_name).__doc__ or ""
+      lines.append(f"  {name:7s} {doc.strip().splitlines()[0]}")
+  return "\nCommands of the projects:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _parse_no_global_flags(argv):

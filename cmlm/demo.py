@@ -28,12 +28,15 @@ import numpy as np
 import tensorflow as tf
 
 from cmlm import demo_measures
-from experiments import cmlm_experiments
-from export import exporter
+from cmlm.experiments import cmlm_experiments
+from cmlm.export import embedders
+from cmlm.export import exporter
+from cmlm.modeling import embedder
+from cmlm.modeling.vectors import l2_normalize
 from official.core import exp_factory
 from official.core import task_factory
-from training import run_dir
-from training import train
+from cmlm.training import run_dir
+from cmlm.training import train
 
 DEFAULT_MODEL_DIR = os.path.join(cmlm_experiments.REPO_ROOT, "runs", "demo")
 NUM_QUERIES = 4
@@ -89,7 +92,8 @@ def main(model_dir=None, train_steps=None):
                                           after["retrieval_ranks"])
   print_figures(before, after, bag_of_words, mrr_gain)
   sentences = sorted({s1 for s1, _ in pairs})
-  print_neighbours(model.encoder, tokenizer, sentences)
+  print_neighbours(unit_embeddings(embedders.load_embedder(model_dir)),
+                   sentences)
   print(f"\nCheckpoints and TensorBoard summaries: {model_dir}")
 
   print("\n== TF-Hub export of the trained model")
@@ -135,9 +139,9 @@ def print_figures(before, after, bag_of_words, mrr_gain):
           + (f", STS-B dev {stsb:.1f}" if stsb is not None else ""))
 
 
-def print_neighbours(encoder, tokenizer, sentences):
+def print_neighbours(embed, sentences):
   """The nearest held-out neighbours (cosine) of a few held-out s1."""
-  vectors = run_dir.embed_sentences(encoder, tokenizer, sentences)
+  vectors = embed(sentences)
   print("\n== Nearest held-out neighbours (cosine) of a few queries")
   similarity = vectors @ vectors.T
   for query in np.linspace(0, len(sentences) - 1, NUM_QUERIES + 2,
@@ -193,8 +197,7 @@ def measure(model, tokenizer, pairs, features, sources, objective="cmlm"):
   """The demo's measures of one model (`demo_measures`)."""
   mlm_logits = lambda batch: model({objective: batch},
                                    training=False)[objective]["mlm_logits"]
-  embed = lambda sentences: run_dir.embed_sentences(model.encoder, tokenizer,
-                                                    sentences)
+  embed = unit_embeddings(embedder.encoder_embedder(model.encoder, tokenizer))
   result = demo_measures.conditioning_gain(mlm_logits, features, sources)
   result.update(retrieval(embed, pairs))
   result["stsb_dev"] = demo_measures.stsb_dev_spearman(embed)
@@ -221,10 +224,15 @@ def mean_pooled_measures(params, encoder, tokenizer, pairs):
     path = tf.train.Checkpoint(encoder=encoder).write(
         os.path.join(directory, "untrained"))
     mean_encoder = run_dir.restore_encoder(mean_params, path)
-  embed = lambda sentences: run_dir.embed_sentences(mean_encoder, tokenizer,
-                                                    sentences)
+  embed = unit_embeddings(embedder.encoder_embedder(mean_encoder, tokenizer))
   return dict(retrieval(embed, pairs),
               stsb_dev=demo_measures.stsb_dev_spearman(embed))
+
+
+def unit_embeddings(embedder_):
+  """sentences -> L2-normalised embeddings `[n, dim]`, with `embedder_`."""
+  return lambda sentences: l2_normalize(embedder_.embed(sentences,
+                                                        batch_size=256))
 
 
 def _clip(text, width=100):

@@ -20,11 +20,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from data_pipelines import cmlm_dataloader
-from data_pipelines import corpus
-from evaluation import runner
-from evaluation import sts
-from evaluation import sts_readers
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.data_pipelines import corpus
+from cmlm.evaluation import runner
+from cmlm.evaluation import sts
+from cmlm.evaluation import sts_readers
 
 STSB_DEV = os.path.join(runner.DEFAULT_DATA_DIR, "sts", "STSBenchmark",
                         "sts-dev.csv")
@@ -189,7 +189,7 @@ def retrieval_measures(ranks: np.ndarray) -> Dict[str, float]:
 
   Top-1 among a few hundred candidate sequences is near its floor for a
   small model (one pair is 0.4 points of 273, and TF-IDF finds 4.8% on the
-  embedded corpus, BUILD.md); the reciprocal rank and the median rank see
+  embedded corpus, docs/cmlm_results.md); the reciprocal rank and the median rank see
   every pair move, not only those that reach the top.
   """
   return {"retrieval_top1": float(np.mean(ranks == 1)),

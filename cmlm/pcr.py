@@ -11,11 +11,12 @@ each language's first principal component is written to
 """
 from typing import Dict, List
 
-from data_pipelines import multilingual_vocab
-from data_pipelines import unk_rate
-from export import text_inputs
-from modeling import principal_component_removal as pcr
-from training import run_dir
+from cmlm.data_pipelines import multilingual_vocab
+from cmlm.data_pipelines import unk_rate
+from cmlm.export import embedders
+from cmlm.export import text_inputs
+from cmlm.modeling import principal_component_removal as pcr
+from cmlm.training import run_dir
 
 
 def read_samples(spec: str, sample_size: int) -> Dict[str, List[str]]:
@@ -39,14 +40,15 @@ def fit_for_model(model_dir: str, spec: str, sample_size: int = 1000,
   samples = read_samples(spec, sample_size)
   # The run's own tokenization (vocabulary, casing, text normalization,
   # length): the components are fitted on what the exported model serves.
-  run = run_dir.load_run(model_dir, checkpoint)
+  run_dir.check_run_dir(model_dir)  # the components are saved beside it
+  embedder = embedders.load_embedder(model_dir, checkpoint)
   embeddings = {}
   for lang, sentences in samples.items():
-    unk_rate.check(run.params.task.tokenization, sentences,
+    unk_rate.check(embedder.tokenization, sentences,
                    f"the {lang} sample", refuse=False,
                    owner=f"{model_dir}'s task.tokenization")
     print(f"{lang}: embedding {len(sentences)} sentences", flush=True)
-    embeddings[lang] = run.embed(sentences, normalize=False)
+    embeddings[lang] = embedder.embed(sentences, batch_size=256)
   components = pcr.LanguageComponents.fit(embeddings)
   path = components.save(model_dir)
   print(f"Wrote the principal components of {', '.join(components.languages)}"

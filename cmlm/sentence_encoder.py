@@ -14,8 +14,9 @@ MTEB model (MTEB 1's `encode(sentences, task_name=..., prompt_type=...)`,
 and MTEB 2's DataLoader of `{"text": [...]}` batches with `task_metadata`,
 `hf_split`, `hf_subset` keywords).
 
-Importing this module selects Keras 2 (`legacy_keras`) before TensorFlow
-loads, as every package of the garden does.
+Every model kind loads through `cmlm.export.embedders.load_embedder`, the
+garden's one loader, with every project registered (`cmlm.registry_imports`),
+so a run of any project's experiment loads too.
 """
 import os
 import sys
@@ -23,10 +24,10 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from export import encode as encode_lib
-from export import model_sources
-from export import postprocess
-from export import progress as progress_lib
+from cmlm import registry_imports  # noqa: F401  (every project's models load)
+from cmlm.export import embedders
+from cmlm.export import postprocess
+from cmlm.export import progress as progress_lib
 
 _OUTPUT_VALUES = ("sentence_embedding", None)
 
@@ -52,18 +53,15 @@ class SentenceEncoder:
   def __init__(self, model: Union[str, os.PathLike],
                checkpoint: Optional[str] = None):
     self.model_path = os.fspath(model)
-    self._embed = model_sources.load(self.model_path, checkpoint)
-    self.normalizes_in_graph = model_sources.normalizes_in_graph(self._embed)
-    self._dimension = None
+    self._embedder = embedders.load_embedder(self.model_path, checkpoint)
+    self.normalizes_in_graph = self._embedder.normalizes_in_graph
 
   def __repr__(self) -> str:
     return f"SentenceEncoder({self.model_path!r})"
 
   def get_sentence_embedding_dimension(self) -> int:
     """The size of the model's embeddings (before any `truncate_dim`)."""
-    if self._dimension is None:
-      self._dimension = int(np.asarray(self._embed(["a"])).shape[-1])
-    return self._dimension
+    return self._embedder.dimension
 
   def encode(self, sentences: Union[str, Sequence[str]],
              prompt_name: Optional[str] = None, prompt: Optional[str] = None,
@@ -128,15 +126,9 @@ class SentenceEncoder:
       texts = [prompt + text for text in texts]
     if show_progress_bar is None:
       show_progress_bar = getattr(sys.stderr, "isatty", lambda: False)()
-    if texts:
-      progress = progress_lib.Progress(len(texts), enabled=show_progress_bar)
-      embeddings = encode_lib.embed_in_batches(self._embed, texts, batch_size,
-                                               progress.update)
-      progress.close()
-      self._dimension = embeddings.shape[1]
-    else:
-      embeddings = np.zeros([0, self.get_sentence_embedding_dimension()],
-                            np.float32)
+    progress = progress_lib.Progress(len(texts), enabled=show_progress_bar)
+    embeddings = self._embedder.embed(texts, batch_size, progress.update)
+    progress.close()
     embeddings = postprocess.postprocess(
         embeddings, truncate_dim, normalize_embeddings, precision,
         calibration_embeddings, ranges)

@@ -11,4 +11,3 @@
   cmlm_dataloader    CmlmDataConfig, CmlmDataLoader, build_cmlm_dataset
   embedded_corpus    the English corpus and vocabulary shipped in data/
 """
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)

@@ -15,8 +15,8 @@ import gzip
 import itertools
 from typing import Iterator, List, Tuple
 
-from data_pipelines import corpus
-from data_pipelines import text_lines
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import text_lines
 
 
 class BitextError(corpus.CorpusError):

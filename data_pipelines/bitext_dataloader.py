@@ -13,8 +13,8 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-from data_pipelines import bitext
-from data_pipelines import tokenization
+from cmlm.data_pipelines import bitext
+from cmlm.data_pipelines import tokenization
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 

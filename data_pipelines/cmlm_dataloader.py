@@ -31,11 +31,11 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-from data_pipelines import corpus
-from data_pipelines import masking
-from data_pipelines import pair_tfrecords
-from data_pipelines import sequence_packing
-from data_pipelines import tokenization
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import masking
+from cmlm.data_pipelines import pair_tfrecords
+from cmlm.data_pipelines import sequence_packing
+from cmlm.data_pipelines import tokenization
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 

@@ -23,8 +23,8 @@ import os
 import zlib
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from data_pipelines import sentence_splitter
-from data_pipelines import text_lines
+from cmlm.data_pipelines import sentence_splitter
+from cmlm.data_pipelines import text_lines
 
 SPLITS = ('all', 'train', 'heldout')
 # Metadata files that a directory of corpus files may carry beside the text.

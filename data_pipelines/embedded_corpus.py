@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 
-from data_pipelines import corpus
+from cmlm.data_pipelines import corpus
 
 REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(REPOSITORY_ROOT, 'data')

@@ -13,8 +13,8 @@ from typing import Dict, Iterable, List, Mapping
 
 import tensorflow as tf
 
-from data_pipelines import corpus
-from data_pipelines import vocabulary
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import vocabulary
 
 
 def language_weights(word_totals: Mapping[str, int],

@@ -19,9 +19,9 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-from data_pipelines import text_lines
-from data_pipelines import tokenization
-from data_pipelines import vocabulary
+from cmlm.data_pipelines import text_lines
+from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 

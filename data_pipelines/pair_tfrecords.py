@@ -24,9 +24,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
-from data_pipelines import corpus
-from data_pipelines import sequence_packing
-from data_pipelines import tokenization
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import sequence_packing
+from cmlm.data_pipelines import tokenization
 
 PAIR_FEATURES = {
     's1': tf.io.FixedLenFeature([], tf.string),

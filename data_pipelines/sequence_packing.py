@@ -23,8 +23,8 @@ from typing import Tuple
 
 import tensorflow as tf
 
-from data_pipelines import corpus
-from data_pipelines import tokenization
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import tokenization
 
 PAIR_UNITS = ('sequence', 'sentence')
 # Sentences tokenized per call when counting tokens.

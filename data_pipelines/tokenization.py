@@ -22,10 +22,12 @@ from typing import Dict
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from data_pipelines import vocabulary
+from cmlm.data_pipelines import vocabulary
 from official.modeling.hyperparams import base_config
 
 TEXT_NORMALIZATIONS = ('tf_text', 'huggingface')
+# A batch of UTF-8 sentences, the input of every text-taking signature.
+STRING_BATCH = tf.TensorSpec([None], tf.string, name='sentences')
 
 
 @dataclasses.dataclass

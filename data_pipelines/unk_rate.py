@@ -17,10 +17,10 @@ from typing import List, Optional, Sequence
 
 import tensorflow as tf
 
-from data_pipelines import corpus
-from data_pipelines import pair_tfrecords
-from data_pipelines import sentence_splitter
-from data_pipelines import tokenization
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import pair_tfrecords
+from cmlm.data_pipelines import sentence_splitter
+from cmlm.data_pipelines import tokenization
 
 SAMPLE_SENTENCES = 1000
 # The other casing must at least halve the [UNK] rate for a casing mismatch

@@ -16,8 +16,8 @@ from typing import Iterable, List, Sequence, Union
 
 import tensorflow as tf
 
-from data_pipelines import atomic_file
-from data_pipelines import corpus
+from cmlm.data_pipelines import atomic_file
+from cmlm.data_pipelines import corpus
 
 PAD, UNK, CLS, SEP, MASK = '[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)

@@ -6,4 +6,3 @@ SentEval transfer (table 1), Tatoeba retrieval (table 5), the language
 distribution of retrieved sentences (figure 2) and BUCC-style parallel mining
 (Kiros et al. 2020, section 4.4).
 """
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)

@@ -1,6 +1,7 @@
 """Retrieval with sparse binary vectors (Kiros et al. 2020, section 4.2).
 
-A lens's ReLU + max-pool output s is thresholded into a binary vector
+A ReLU + max-pool output s (a trained pooling head's, e.g.) is thresholded
+into a binary vector
 b = [s >= threshold] (the paper: threshold 1.0, about 2.5% active units);
 neighbours are then found by Hamming distance (the number of differing
 bits, smallest first) or by Jaccard similarity |a AND b| / |a OR b|
@@ -9,15 +10,15 @@ reports both beside cosine on Tatoeba, with the active fraction.
 
 The threshold applies to the encoder's raw `default` output: evaluate a
 training run or an encoder + preprocessor export, not an L2-normalised
-serving model (whose scale is not the lens's).
+serving model (whose scale is not the raw output's).
 """
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from evaluation import retrieval
-from evaluation import sts
-from evaluation.encoders import Encoder
+from cmlm.evaluation import retrieval
+from cmlm.evaluation import sts
+from cmlm.evaluation.encoders import Encoder
 
 SIMILARITIES = ("hamming", "jaccard")
 _CHUNK = 2048

@@ -14,8 +14,8 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from evaluation import text_files
-from evaluation.text_files import DataFormatError
+from cmlm.evaluation import text_files
+from cmlm.evaluation.text_files import DataFormatError
 
 _TATOEBA_FILE = re.compile(r"^tatoeba\.([^.]+)-eng\.\1$")
 

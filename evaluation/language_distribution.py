@@ -15,8 +15,9 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from evaluation.encoders import Encoder
-from evaluation import retrieval
+from cmlm.evaluation.encoders import Encoder
+from cmlm.evaluation import retrieval
+from cmlm.modeling.vectors import l2_normalize
 
 Distribution = Dict[str, Dict[str, float]]  # query language -> language -> %
 
@@ -25,7 +26,7 @@ def retrieved_languages(embeddings: np.ndarray, languages: Sequence[str],
                         k: int = 10) -> Distribution:
   """For each query language, the % of its queries' top-k neighbours (the
   query itself excluded) in each language."""
-  embeddings = retrieval.normalize_rows(embeddings)
+  embeddings = l2_normalize(embeddings)
   languages = np.asarray(languages)
   names = list(dict.fromkeys(languages.tolist()))
   k = min(k, len(languages) - 1)

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from evaluation.retrieval import normalize_rows
+from cmlm.modeling.vectors import l2_normalize
 
 NUM_NEIGHBOURS = 4
 _CHUNK = 2048
@@ -41,7 +41,7 @@ def ratio_margin_scores(x: np.ndarray, y: np.ndarray,
                         k: int = NUM_NEIGHBOURS) -> np.ndarray:
   """The full `[len(x), len(y)]` matrix of ratio-margin scores (small
   corpora and tests; `mine` works by chunks)."""
-  x, y = normalize_rows(x), normalize_rows(y)
+  x, y = l2_normalize(x), l2_normalize(y)
   denominator = (neighbourhood_means(x, y, k)[:, None] +
                  neighbourhood_means(y, x, k)[None, :]) / 2
   return (x @ y.T) / denominator
@@ -75,7 +75,7 @@ def mine_candidates(x: np.ndarray, y: np.ndarray, k: int = NUM_NEIGHBOURS,
   if score not in ("ratio_margin", "cosine"):
     raise ValueError(
         f"score must be 'ratio_margin' or 'cosine', got {score!r}.")
-  x, y = normalize_rows(x), normalize_rows(y)
+  x, y = l2_normalize(x), l2_normalize(y)
   margin = score == "ratio_margin"
   x_means = neighbourhood_means(x, y, k) if margin else None
   y_means = neighbourhood_means(y, x, k) if margin else None

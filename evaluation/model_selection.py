@@ -15,10 +15,10 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from evaluation import encoders
-from evaluation import runner
-from evaluation import tasks as tasks_lib
-from evaluation.task_data import EvalOptions
+from cmlm.evaluation import encoders
+from cmlm.evaluation import runner
+from cmlm.evaluation import tasks as tasks_lib
+from cmlm.evaluation.task_data import EvalOptions
 
 Embed = Callable[[List[str]], np.ndarray]
 # The tasks that have a development split, and its file in the task's folder.

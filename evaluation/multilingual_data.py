@@ -12,8 +12,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from evaluation import bitext_readers
-from evaluation import text_files
+from cmlm.evaluation import bitext_readers
+from cmlm.evaluation import text_files
 
 MULTI30K_DIR = "multi30k"
 MULTI30K_SPLIT = "val"  # 1014 captions in en, de, fr, cs

@@ -6,7 +6,7 @@ import math
 import os
 from typing import Dict, List, Optional
 
-from data_pipelines import atomic_file
+from cmlm.data_pipelines import atomic_file
 
 REPORT_JSON = "report.json"
 REPORT_MARKDOWN = "report.md"

@@ -12,15 +12,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from evaluation.encoders import Encoder
-from modeling.principal_component_removal import first_principal_component
-from modeling.principal_component_removal import remove_component
-
-
-def normalize_rows(embeddings: np.ndarray) -> np.ndarray:
-  embeddings = np.asarray(embeddings, np.float32)
-  norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
-  return embeddings / np.maximum(norms, 1e-12)
+from cmlm.evaluation.encoders import Encoder
+from cmlm.modeling.principal_component_removal import first_principal_component
+from cmlm.modeling.vectors import l2_normalize
+from cmlm.modeling.principal_component_removal import remove_component
 
 
 def remove_first_principal_component(embeddings: np.ndarray) -> np.ndarray:
@@ -37,7 +32,7 @@ def remove_first_principal_component(embeddings: np.ndarray) -> np.ndarray:
 def nearest_neighbours(queries: np.ndarray, candidates: np.ndarray,
                        chunk_size: int = 2048) -> np.ndarray:
   """The index of each query's most cosine-similar candidate, `[n]`."""
-  queries, candidates = normalize_rows(queries), normalize_rows(candidates)
+  queries, candidates = l2_normalize(queries), l2_normalize(candidates)
   best = [np.argmax(queries[start:start + chunk_size] @ candidates.T, axis=1)
           for start in range(0, len(queries), chunk_size)]
   return np.concatenate(best) if best else np.zeros([0], np.int64)

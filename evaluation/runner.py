@@ -17,11 +17,11 @@ import sys
 import time
 from typing import Dict, Optional, Sequence
 
-from evaluation import encoders
-from evaluation import provenance
-from evaluation import report as report_lib
-from evaluation import tasks as tasks_lib
-from evaluation.task_data import EvalOptions
+from cmlm.evaluation import encoders
+from cmlm.evaluation import provenance
+from cmlm.evaluation import report as report_lib
+from cmlm.evaluation import tasks as tasks_lib
+from cmlm.evaluation.task_data import EvalOptions
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "eval")

@@ -11,8 +11,8 @@ from typing import Dict
 import numpy as np
 from scipy import stats
 
-from evaluation.encoders import Encoder
-from evaluation.sts_readers import ScoredPairs
+from cmlm.evaluation.encoders import Encoder
+from cmlm.evaluation.sts_readers import ScoredPairs
 
 
 def cosine_similarities(left: np.ndarray, right: np.ndarray) -> np.ndarray:

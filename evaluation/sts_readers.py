@@ -19,8 +19,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from evaluation import text_files
-from evaluation.text_files import DataFormatError
+from cmlm.evaluation import text_files
+from cmlm.evaluation.text_files import DataFormatError
 
 STS_INPUT_PREFIX = "STS.input."
 STS_GOLD_PREFIX = "STS.gs."

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from evaluation import text_files
+from cmlm.evaluation import text_files
 
 # SentEval's pairs of class files: (label 1, label 0), as SentEval labels them.
 POLARITY_PATTERNS = (("*.pos", "*.neg"), ("*.objective", "*.subjective"))

@@ -1,6 +1,10 @@
 """The registry of evaluation tasks: where each finds its data, how it reads
 it and which paper table it reproduces.
 
+The core registers the CMLM paper's evaluations below (STS, SentEval
+transfer, Tatoeba, plus bitext mining and the language distribution of
+retrieved sentences); a project adds its own with `register_task`.
+
 Each `Task` reads its data first (`read`, so a missing file or bad line stops
 the run before any model is loaded) and evaluates an `Encoder` on it
 (`evaluate`). Default locations are SentEval's layout under `--data_dir`
@@ -11,22 +15,20 @@ import dataclasses
 import os
 from typing import Callable, Dict
 
-from evaluation import analogy
-from evaluation import analogy_readers
-from evaluation import binary_retrieval
-from evaluation import bitext_readers
-from evaluation import language_distribution
-from evaluation import mining
-from evaluation import multilingual_data
-from evaluation import retrieval
-from evaluation import sts
-from evaluation import sts_readers
-from evaluation import transfer
-from evaluation import transfer_readers
-from evaluation.task_data import EvalOptions
-from evaluation.task_data import limit
-from evaluation.task_data import polarity_files
-from evaluation.task_data import split_file
+from cmlm.evaluation import binary_retrieval
+from cmlm.evaluation import bitext_readers
+from cmlm.evaluation import language_distribution
+from cmlm.evaluation import mining
+from cmlm.evaluation import multilingual_data
+from cmlm.evaluation import retrieval
+from cmlm.evaluation import sts
+from cmlm.evaluation import sts_readers
+from cmlm.evaluation import transfer
+from cmlm.evaluation import transfer_readers
+from cmlm.evaluation.task_data import EvalOptions
+from cmlm.evaluation.task_data import limit
+from cmlm.evaluation.task_data import polarity_files
+from cmlm.evaluation.task_data import split_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,25 +151,6 @@ def _evaluate_tatoeba(encoder, pairs, options):
   return result
 
 
-def _ulr_level(level):
-  def read(path, options):
-    questions = limit(analogy_readers.read_ulr(path, level),
-                      options.max_examples)
-    return {"data": questions, "files": list(questions.paths)}
-  return Task(f"ulr_{level}", "Li et al. 2020 table 2", "accuracy",
-              "analogy/ulr", read,
-              lambda e, d, o: analogy.evaluate_analogies(e, d, o.batch_size))
-
-
-def _read_word_analogy(path, options):
-  """Mikolov's questions-words.txt; without it under --data_dir, the copy
-  gensim ships in its test data when gensim is installed."""
-  if not os.path.exists(path):
-    path = analogy_readers.gensim_questions_words() or path
-  questions = limit(analogy_readers.read_mikolov(path), options.max_examples)
-  return {"data": questions, "files": list(questions.paths)}
-
-
 def _sts_year(year):
   return Task(f"sts{year}", "table 2", "spearman",
               f"sts/STS{year}-en-test", _read_sts_year,
@@ -213,17 +196,25 @@ TASKS: Dict[str, Task] = {task.name: task for task in [
          lambda e, d, o: language_distribution.evaluate_language_distribution(
              e, d, os.path.join(o.report_dir, "language_distribution.png"),
              k=o.langdist_k, batch_size=o.batch_size, title=o.model)),
-    *(_ulr_level(level) for level in analogy_readers.LEVELS),
-    Task("word_analogy", "Mikolov et al. 2013", "accuracy",
-         "analogy/questions-words.txt", _read_word_analogy,
-         lambda e, d, o: analogy.evaluate_analogies(e, d, o.batch_size)),
 ]}
 
 GROUPS = {
     "sts": ["sts12", "sts13", "sts14", "sts15", "sts16", "sts-b", "sick-r"],
     "transfer": ["mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc", "sick-e"],
     "multilingual": ["tatoeba", "mining", "langdist"],
-    "analogy": ["ulr_word", "ulr_phrase", "ulr_sentence", "word_analogy"],
 }
-GROUPS["all"] = (GROUPS["sts"] + GROUPS["transfer"] + GROUPS["multilingual"]
-                 + GROUPS["analogy"])
+GROUPS["all"] = GROUPS["sts"] + GROUPS["transfer"] + GROUPS["multilingual"]
+
+
+def register_task(task: Task, group: str = "") -> Task:
+  """Makes `task` known to `python -m cmlm eval` (and to model selection),
+  in `group` too when given (a new group is made), and in "all"."""
+  if task.name in TASKS and TASKS[task.name] is not task:
+    raise ValueError(f"An evaluation task is already registered as "
+                     f"{task.name!r}.")
+  TASKS[task.name] = task
+  for name in ([group] if group else []) + ["all"]:
+    members = GROUPS.setdefault(name, [])
+    if task.name not in members:
+      members.append(task.name)
+  return task

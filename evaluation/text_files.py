@@ -12,7 +12,7 @@ import math
 import os
 from typing import List, Sequence, Tuple
 
-from data_pipelines import text_lines
+from cmlm.data_pipelines import text_lines
 
 Line = Tuple[int, str]  # (1-based line number, text without its line end)
 

@@ -30,9 +30,9 @@ import threadpoolctl
 from sklearn import linear_model
 from sklearn import model_selection
 
-from evaluation.encoders import Encoder
-from evaluation.transfer_readers import LabelledPairs
-from evaluation.transfer_readers import LabelledSentences
+from cmlm.evaluation.encoders import Encoder
+from cmlm.evaluation.transfer_readers import LabelledPairs
+from cmlm.evaluation.transfer_readers import LabelledSentences
 
 Examples = Union[LabelledSentences, LabelledPairs]
 REGULARIZATION_GRID = (0.25, 1.0, 4.0)  # inverse L2 strength C

@@ -16,9 +16,9 @@ from typing import List, Sequence
 
 import numpy as np
 
-from evaluation import sts_readers
-from evaluation import text_files
-from evaluation.text_files import DataFormatError
+from cmlm.evaluation import sts_readers
+from cmlm.evaluation import text_files
+from cmlm.evaluation.text_files import DataFormatError
 
 TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 SICK_ENTAILMENT_CLASSES = ("CONTRADICTION", "NEUTRAL", "ENTAILMENT")

@@ -1,7 +1,8 @@
 """The CMLM experiments, registered with Model Garden's `exp_factory`.
 
-`experiments/registry.py` imports this module; the commands import that one
-by name. Each experiment also exists as YAML in `experiments/configs/`, which
+`experiments/registry_imports.py` imports this module (and
+`cmlm/registry_imports.py`, which the commands import, imports that one).
+Each experiment also exists as YAML in `experiments/configs/`, which
 `--config_file` layers on top (the YAML files are the same values, written out
 for people who prefer to read or copy them).
 
@@ -22,20 +23,20 @@ weighted objectives (`task.objectives.cmlm`, `.bitext_retrieval`, `.nli`).
 """
 import os
 
-from data_pipelines import bitext_dataloader
-from data_pipelines import cmlm_dataloader
-from data_pipelines import nli_data
-from data_pipelines.tokenization import TokenizationConfig
-from modeling import model_builder
-from objectives.base import ObjectivesConfig
-from objectives.bitext_retrieval import BitextRetrievalObjectiveConfig
-from objectives.cmlm import CmlmObjectiveConfig
-from objectives.nli import NliObjectiveConfig
+from cmlm.data_pipelines import bitext_dataloader
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.data_pipelines import nli_data
+from cmlm.data_pipelines.tokenization import TokenizationConfig
+from cmlm.modeling import model_builder
+from cmlm.objectives.base import ObjectivesConfig
+from cmlm.objectives.bitext_retrieval import BitextRetrievalObjectiveConfig
+from cmlm.objectives.cmlm import CmlmObjectiveConfig
+from cmlm.objectives.nli import NliObjectiveConfig
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import optimization
 from official.nlp.configs import encoders
-from training.task import SentenceEncoderTaskConfig
+from cmlm.training.task import SentenceEncoderTaskConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMBEDDED_CORPUS = os.path.join(REPO_ROOT, "data", "corpus_en")
@@ -79,7 +80,7 @@ def cmlm_tiny() -> cfg.ExperimentConfig:
   train_steps = 2000
   return cfg.ExperimentConfig(
       task=SentenceEncoderTaskConfig(
-          model=model_builder.SentenceEncoderConfig(
+          model=model_builder.SiameseEncoderConfig(
               encoder=encoders.BertEncoderConfig(
                   vocab_size=vocab_size_of(EMBEDDED_VOCAB), hidden_size=128,
                   num_layers=2, num_attention_heads=2, intermediate_size=256,
@@ -110,7 +111,7 @@ def cmlm_demo() -> cfg.ExperimentConfig:
   Max pooling is table 9's alternative to mean pooling. At this size and
   training time (2000 steps, minutes on 2 CPU cores) mean-pooled vectors fall
   further below the untrained encoder's bag of random word vectors on STS-B
-  dev than max-pooled ones (BUILD.md, "What the demo shows").
+  dev than max-pooled ones (docs/cmlm_results.md, the demo's trials).
   """
   params = cmlm_tiny()
   params.task.model.pooling = "max"
@@ -128,7 +129,7 @@ def cmlm_en_base() -> cfg.ExperimentConfig:
   train_steps = 1_000_000
   return cfg.ExperimentConfig(
       task=SentenceEncoderTaskConfig(
-          model=model_builder.SentenceEncoderConfig(
+          model=model_builder.SiameseEncoderConfig(
               encoder=encoders.BertEncoderConfig(
                   vocab_size=30522, hidden_size=768, num_layers=12,
                   num_attention_heads=12, intermediate_size=3072,
@@ -205,9 +206,14 @@ def cmlm_xnli() -> cfg.ExperimentConfig:
                                                  is_training=training)
   tokenization = base.task.tokenization
   tokenization.seq_length = 128
+  model = base.task.model
+  # NLI reads the sentence embedding only: no projection head is trained
+  # (a source that embeds with "proj" keeps its own; see
+  # `training.train.adopt_init_checkpoint_encoder`).
+  model.num_projections = 0
   return cfg.ExperimentConfig(
       task=SentenceEncoderTaskConfig(
-          model=base.task.model, tokenization=tokenization,
+          model=model, tokenization=tokenization,
           objectives=ObjectivesConfig({"nli": NliObjectiveConfig(
               train_data=data(True), validation_data=data(False))})),
       trainer=cfg.TrainerConfig(

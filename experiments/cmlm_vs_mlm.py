@@ -31,19 +31,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 
 from cmlm import demo_measures  # noqa: E402
-from data_pipelines import corpus  # noqa: E402
-from evaluation import encoders  # noqa: E402
-from evaluation import retrieval  # noqa: E402
-from evaluation import runner  # noqa: E402
-from evaluation.task_data import EvalOptions  # noqa: E402
-from experiments import cmlm_experiments  # noqa: E402
-from experiments import registry  # noqa: E402,F401  (registers experiments)
-from modeling import principal_component_removal as pcr  # noqa: E402
+from cmlm.data_pipelines import corpus  # noqa: E402
+from cmlm.evaluation import encoders  # noqa: E402
+from cmlm.modeling.vectors import l2_normalize  # noqa: E402
+from cmlm.evaluation import runner  # noqa: E402
+from cmlm.evaluation.task_data import EvalOptions  # noqa: E402
+from cmlm.experiments import cmlm_experiments  # noqa: E402
+from cmlm.experiments import registry_imports  # noqa: E402,F401  (the core experiments)
+from cmlm.modeling import principal_component_removal as pcr  # noqa: E402
 from official.core import exp_factory  # noqa: E402
-from training import train  # noqa: E402
+from cmlm.training import train  # noqa: E402
 
 TASKS = ("sts-b", "sick-r", "cr", "mrpc", "trec", "sst2")
 RETRIEVAL = "next-seq MRR"
@@ -99,7 +98,7 @@ def with_pcr(encoder, component):
 def next_sequence_mrr(encoder, pairs) -> float:
   """Mean reciprocal rank of each held-out pair's s2 among all held-out s2,
   by cosine with its s1 (`demo_measures.retrieval_ranks`)."""
-  embed = lambda sentences: retrieval.normalize_rows(encoder(list(sentences)))
+  embed = lambda sentences: l2_normalize(encoder(list(sentences)))
   ranks = demo_measures.retrieval_ranks(embed, pairs)
   return demo_measures.retrieval_measures(ranks)["retrieval_mrr"]
 

@@ -21,24 +21,24 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import numpy as np  # noqa: E402
 
-from data_pipelines import bitext  # noqa: E402
-from data_pipelines import bitext_dataloader  # noqa: E402
-from data_pipelines import cmlm_dataloader  # noqa: E402
-from data_pipelines import corpus  # noqa: E402
-from data_pipelines import multilingual_vocab  # noqa: E402
-from data_pipelines import tokenization  # noqa: E402
-from data_pipelines import vocabulary  # noqa: E402
-from experiments import cmlm_experiments  # noqa: E402
-from experiments import registry  # noqa: E402,F401  (registers experiments)
-from modeling import principal_component_removal as pcr  # noqa: E402
-from objectives import base as objective_base  # noqa: E402
-from objectives import bitext_retrieval  # noqa: E402
+from cmlm.modeling import embedder  # noqa: E402
+from cmlm.data_pipelines import bitext  # noqa: E402
+from cmlm.data_pipelines import bitext_dataloader  # noqa: E402
+from cmlm.data_pipelines import cmlm_dataloader  # noqa: E402
+from cmlm.data_pipelines import corpus  # noqa: E402
+from cmlm.data_pipelines import multilingual_vocab  # noqa: E402
+from cmlm.data_pipelines import tokenization  # noqa: E402
+from cmlm.data_pipelines import vocabulary  # noqa: E402
+from cmlm.experiments import cmlm_experiments  # noqa: E402
+from cmlm.experiments import registry_imports  # noqa: E402,F401  (the core experiments)
+from cmlm.modeling import principal_component_removal as pcr  # noqa: E402
+from cmlm.objectives import base as objective_base  # noqa: E402
+from cmlm.objectives import bitext_retrieval  # noqa: E402
 from official.core import exp_factory  # noqa: E402
-from training import run_dir  # noqa: E402
-from training import train  # noqa: E402
+from cmlm.training import run_dir  # noqa: E402
+from cmlm.training import train  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(cmlm_experiments.REPO_ROOT), "shared",
                       "data")
@@ -154,8 +154,7 @@ def tatoeba(encode, shared, components=None):
 def evaluate(model, tokenization_config, shared, samples):
   """Tatoeba accuracies of `model`'s encoder, without and with PCR."""
   tokenizer = tokenization.build_tokenizer(tokenization_config)
-  encode = lambda sentences: run_dir.embed_sentences(
-      model.encoder, tokenizer, sentences, normalize=False)
+  encode = embedder.encoder_embedder(model.encoder, tokenizer).embed
   components = pcr.LanguageComponents.fit(
       {code: encode(sentences) for code, sentences in samples.items()})
   return tatoeba(encode, shared), tatoeba(encode, shared, components)

@@ -9,9 +9,9 @@ objectives) and a sequence of objective sets; `python -m cmlm stages
 --schedule=s3` runs one (training/stages.py). A YAML file of the same shape
 is a schedule too (`--schedule=my_schedule.yaml`).
 """
-from training.stages import ScheduleConfig
-from training.stages import StageConfig
-from training.stages import register_schedule
+from cmlm.training.stages import ScheduleConfig
+from cmlm.training.stages import StageConfig
+from cmlm.training.stages import register_schedule
 
 _EXPERIMENT = "cmlm/multilingual_cmlm_br"
 _CMLM = {"cmlm": 1.0}

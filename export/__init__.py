@@ -9,9 +9,9 @@
   model_card    the README.md an export carries (TF-Hub / Kaggle metadata)
   packaging     an export as .tar.gz archives for TF-Hub and Kaggle Models
   encode        `python -m cmlm encode`: sentences -> embeddings
-  model_sources every model kind encode, eval and cmlm.SentenceEncoder take
+  embedders     every model kind as one Embedder: encode, eval, pcr, the demo
+                and cmlm.SentenceEncoder load through it
   text_inputs   encode's readers: .txt, .jsonl, .csv, .tsv, stdin
   postprocess   truncate, L2-normalise, quantize (`quantization`)
   embedding_outputs  encode's writers: .npy, .jsonl, .parquet
 """
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)

@@ -19,7 +19,7 @@ from typing import Callable, List
 
 import numpy as np
 
-from data_pipelines import atomic_file
+from cmlm.data_pipelines import atomic_file
 
 FORMATS = ("npy", "jsonl", "parquet")
 _EXTENSIONS = {".npy": "npy", ".jsonl": "jsonl", ".ndjson": "jsonl",

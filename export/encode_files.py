@@ -7,7 +7,7 @@
 `export.text_inputs`); row i of the array written to `--output` (.npy, or
 .jsonl/.parquet: `export.embedding_outputs`) is the embedding of sentence
 i, L2-normalised unless `--nonormalize`, truncated and quantized on request
-(`export.postprocess`). `--model` is any kind `export.model_sources` loads:
+(`export.postprocess`). `--model` is any kind `export.embedders` loads:
 an export, a SavedModel, a TF Serving base, a training run or a TF-Hub pair.
 """
 import os
@@ -15,13 +15,12 @@ from typing import Optional
 
 import numpy as np
 
-from export import embedding_outputs
-from export import encode
-from export import model_sources
-from export import postprocess
-from export import progress as progress_lib
-from export import quantization
-from export import text_inputs
+from cmlm.export import embedders
+from cmlm.export import embedding_outputs
+from cmlm.export import postprocess
+from cmlm.export import progress as progress_lib
+from cmlm.export import quantization
+from cmlm.export import text_inputs
 
 
 def encode_file(model: str, input_path: str, output_path: str,
@@ -37,7 +36,7 @@ def encode_file(model: str, input_path: str, output_path: str,
 
   Inputs are read by `export.text_inputs` (`input_format`, `text_field`,
   `column`, `header`; `-` is stdin), the model loaded by
-  `export.model_sources` (any kind; `checkpoint` for a training run), the
+  `export.embedders` (any kind; `checkpoint` for a training run), the
   embeddings truncated, normalised and quantized by `export.postprocess`
   and written by `export.embedding_outputs` (`output_format`). `normalize`
   False is refused for a model that normalises in its graph. `calibration`
@@ -67,14 +66,12 @@ def encode_file(model: str, input_path: str, output_path: str,
       calibration_embeddings = _load_calibration(calibration)
     else:
       calibration_sentences = read(calibration, "auto")
-  embed = model_sources.load(model, checkpoint)
-  postprocess.check_normalize(normalize, model_sources.normalizes_in_graph(
-      embed), model)
+  embedder = embedders.load_embedder(model, checkpoint)
+  postprocess.check_normalize(normalize, embedder.normalizes_in_graph, model)
 
   def embed_all(texts):
     progress = progress_lib.Progress(len(texts), enabled=show_progress)
-    embeddings = encode.embed_in_batches(embed, texts, batch_size,
-                                         progress.update)
+    embeddings = embedder.embed(texts, batch_size, progress.update)
     progress.close()
     return embeddings
   embeddings = embed_all(sentences)

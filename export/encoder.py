@@ -11,8 +11,8 @@ As `official/nlp/tools/export_tfhub_lib.export_model` does for BERT:
     outputs["encoder_outputs"]  # per layer, [batch, seq_length, hidden]
 
 "The sentence embedding as trained" is the config's pooling (mean by default,
-or cls / max) of the sequence output, the lens's output for a run with a lens
-(contextual lensing, `model.lens`; a frozen core stays frozen under
+or cls / max) of the sequence output, the pooling head's output for a run
+with one (`model.pooling_head`; a frozen core stays frozen under
 `hub.KerasLayer(trainable=True)`), or for `sentence_representation="proj"`
 the mean of the projected vectors: BERT's [CLS] pooler is not on CMLM's path,
 so unlike a BERT export `pooled_output` is not the pooler's output.
@@ -29,8 +29,8 @@ from typing import Optional
 import tensorflow as tf
 import tf_keras
 
-from modeling.conditional_mlm import ConditionalMlmHead
-from modeling.sentence_encoder import SentenceEncoder
+from cmlm.modeling.conditional_mlm import ConditionalMlmHead
+from cmlm.modeling.siamese_encoder import SiameseEncoder
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 SIGNATURE_NAME = "serving_default"
@@ -42,7 +42,7 @@ def encoder_inputs():
           for name in INPUT_NAMES}
 
 
-def build_export_encoder(trained: SentenceEncoder,
+def build_export_encoder(trained: SiameseEncoder,
                          mlm_head: Optional[ConditionalMlmHead] = None
                          ) -> tf_keras.Model:
   """A functional Keras model over the trained encoder's layers.
@@ -53,15 +53,16 @@ def build_export_encoder(trained: SentenceEncoder,
   [CLS] pooler stays frozen, as in training).
 
   Args:
-    trained: the run's `SentenceEncoder`.
+    trained: the run's `SiameseEncoder`.
     mlm_head: CMLM's head, to attach the `.mlm` subobject (None: no `.mlm`).
   """
   uses_projection = trained.sentence_representation == "proj"
-  encoder = SentenceEncoder(
+  encoder = SiameseEncoder(
       trained.transformer, pooling=trained.pooling.mode,
       sentence_representation=trained.sentence_representation,
       projection_head=trained.projection_head if uses_projection else None,
-      lens=trained.lens, trainable_core=trained.trainable_core,
+      pooling_head=trained.pooling_head,
+      trainable_core=trained.trainable_core,
       name="sentence_encoder")
   inputs = encoder_inputs()
   outputs = encoder(inputs)
@@ -130,7 +131,7 @@ def _serving_signature(core_model: tf_keras.Model):
 def _quiet_keras_warnings():
   """Hides Keras's save-time warnings that do not apply to this export.
 
-  `SentenceEncoder` has no `get_config` (Keras warns once per traced layer):
+  `SiameseEncoder` has no `get_config` (Keras warns once per traced layer):
   TF-Hub users load the SavedModel's traced functions, never the Python
   class, so there is nothing to fix for them.
   """

@@ -28,15 +28,15 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from export import encoder as encoder_lib
-from export import lens_serving
-from export import model_card
-from export import preprocessor as preprocessor_lib
-from export import publish
-from modeling import principal_component_removal as pcr
-from training import atomic
-from training import run_dir
-from training import task as task_lib
+from cmlm.export import encoder as encoder_lib
+from cmlm.export import card_facts
+from cmlm.export import model_card
+from cmlm.export import preprocessor as preprocessor_lib
+from cmlm.export import publish
+from cmlm.export import serving as serving_lib
+from cmlm.modeling import principal_component_removal as pcr
+from cmlm.training import atomic
+from cmlm.training import run_dir
 
 ENCODER_DIR = "encoder"
 PREPROCESSOR_DIR = "preprocessor"
@@ -60,7 +60,9 @@ def export_run(model_dir: str, export_dir: str,
                version: Optional[int] = None, overwrite: bool = False,
                normalize: bool = True, export_mlm: bool = False,
                eval_report: Optional[str] = None,
-               write_card: bool = True) -> ExportResult:
+               write_card: bool = True,
+               card_options: Optional[card_facts.CardOptions] = None
+               ) -> ExportResult:
   """Exports a training run's checkpoint; see the module docstring.
 
   Args:
@@ -75,6 +77,8 @@ def export_run(model_dir: str, export_dir: str,
       the model card; default `<model_dir>/eval/report.json` if present.
     write_card: write the model card `README.md` (`export.model_card`)
       beside the three SavedModels.
+    card_options: what the user states for the card and `export_info.json`
+      (model name, datasets, license, language; `card_facts.CardOptions`).
   """
   if not export_dir:
     raise ValueError("--export_dir is required: where the SavedModels go.")
@@ -86,6 +90,8 @@ def export_run(model_dir: str, export_dir: str,
   if not model_dir:
     raise ValueError("--model_dir is required: the directory of the "
                      "training run to export.")
+  card_options = card_facts.check_options(card_options or
+                                          card_facts.CardOptions())
   params = run_dir.load_params(model_dir)
   if export_mlm and run_dir.cmlm_objective_name(params) is None:
     objectives = ", ".join(params.task.active_objectives())
@@ -106,8 +112,6 @@ def export_run(model_dir: str, export_dir: str,
   # Build everything first: a bad checkpoint, vocabulary or config fails
   # before anything is written.
   tokenization = params.task.tokenization
-  task_lib.check_vocab_matches_encoder(tokenization.vocab_file,
-                                       params.task.model.encoder.vocab_size)
   # The encoder alone (and CMLM's head for --mlm): no other objective's head
   # or state, nor the optimizer, is read or exported.
   restored = run_dir.restore_encoder(params, checkpoint_path,
@@ -124,13 +128,15 @@ def export_run(model_dir: str, export_dir: str,
   components = None
   if os.path.exists(os.path.join(model_dir, pcr.FILE_NAME)):
     components = pcr.LanguageComponents.load(model_dir)
-  card = None
-  if write_card:  # a missing or unreadable --eval_report fails here
-    card = model_card.model_card(model_card.card_facts(
-        model_dir, checkpoint_path, step, version,
-        int(serving_encoder.output["default"].shape[-1]), normalize,
-        has_pcr=components is not None, has_mlm=export_mlm,
-        eval_report=eval_report))
+  # The card's facts also go into export_info.json; a bad card option, or a
+  # missing or unreadable --eval_report (read only for a card), fails here.
+  facts = card_facts.card_facts(
+      model_dir, checkpoint_path, step, version,
+      int(serving_encoder.output["default"].shape[-1]), normalize,
+      has_pcr=components is not None, has_mlm=export_mlm,
+      eval_report=eval_report if write_card else None,
+      options=card_options, find_report=write_card)
+  card = model_card.model_card(facts) if write_card else None
   def write(directory):
     # All three go into one temporary directory, published only when whole.
     encoder_lib.export_encoder(encoder_model,
@@ -139,18 +145,19 @@ def export_run(model_dir: str, export_dir: str,
                                tokenization.lower_case)
     preprocessor_lib.save_preprocessor(
         preprocessor, os.path.join(directory, "preprocessor"))
-    # (a lens run adds the binary vectors' signature: export.lens_serving)
-    lens_serving.export_text_embedding(os.path.join(directory, "serving"),
-                                       preprocessor, serving_encoder,
-                                       normalize, components,
-                                       params.task.model.lens)
+    # (a pooling head may add signatures of its own)
+    serving_lib.export_text_embedding(os.path.join(directory, "serving"),
+                                      preprocessor, serving_encoder,
+                                      normalize, components,
+                                      encoder.pooling_head)
     if card is not None:
-      with open(os.path.join(directory, model_card.CARD_FILE), "w",
+      with open(os.path.join(directory, card_facts.CARD_FILE), "w",
                 encoding="utf-8") as f:
         f.write(card)
   result.version_dir = publish.publish_export(
       export_dir, version, overwrite, write,
-      publish.new_info(checkpoint_path, step), targets)
+      publish.new_info(checkpoint_path, step,
+                       **card_facts.export_info(facts)), targets)
   return result
 
 

@@ -12,23 +12,34 @@ export even while another export runs) and writes
     P/README.md             the model card (`export.model_card`)
     P/model-metadata.json           Kaggle's metadata for `kaggle models
     P/model-instance-metadata.json  create` / `kaggle models instances
-                                    create` (fill in the INSERT_..._HERE
-                                    slugs, as `kaggle models init` leaves them)
+                                    create`: every field the kaggle client
+                                    reads, the license in Kaggle's words,
+                                    slugs from the model's name; only
+                                    `ownerSlug` is left to fill in
+                                    (INSERT_OWNER_SLUG_HERE, as `kaggle
+                                    models init` leaves it)
 
+An export whose card states no license (`--license`) is refused: Kaggle
+Models takes none without one. Nothing written names a path of this machine
+(`export_info.json` and the card name the checkpoint relative to the run).
 Archive entries are sorted and owned by root.
 `P` appears whole or not at all (`training.atomic`).
 """
 import json
 import os
+import re
 import tarfile
 from typing import List
 
-from export import model_card
-from export import publish
-from training import atomic
+from cmlm.export import card_facts
+from cmlm.export import model_card
+from cmlm.export import publish
+from cmlm.training import atomic
 
 PARTS = publish.PARTS
 KAGGLE_FRAMEWORK = "tensorFlow2"
+OWNER_PLACEHOLDER = "INSERT_OWNER_SLUG_HERE"  # the Kaggle user or organization
+INSTANCE_SLUG = "default"  # the variation: one per model
 
 
 def _reset_owner(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -48,6 +59,25 @@ def pack_saved_model(saved_model_dir: str, archive: str) -> None:
                 recursive=False, filter=_reset_owner)
 
 
+def check_license(license_id: str, export_dir: str = "") -> str:
+  """Kaggle's name for `license_id` (`card_facts.LICENSES`); a ValueError
+  of one line when there is none (an export without a license)."""
+  name = card_facts.LICENSES.get(license_id or "")
+  if name is None:
+    raise ValueError(
+        f"{export_dir or 'The export'} states no license for its weights "
+        f"({license_id or 'none recorded'}), and Kaggle Models takes no model "
+        "without one: export with --license=SPDX_ID (one of "
+        f"{', '.join(card_facts.LICENSES)}) to pack it.")
+  return name
+
+
+def slug(name: str) -> str:
+  """A Kaggle slug of a model name: `owner/My_Model.v2` -> `my-model-v2`."""
+  return re.sub(r"[^a-z0-9]+", "-", name.split("/")[-1].lower()).strip(
+      "-")[:50]
+
+
 def package_export(export_dir: str, package_dir: str,
                    overwrite: bool = False) -> List[str]:
   """Packs `export_dir`'s published export into `package_dir`; returns the
@@ -61,40 +91,54 @@ def package_export(export_dir: str, package_dir: str,
   if missing:
     raise FileNotFoundError(f"{export_dir} has no {', '.join(missing)} "
                             "SavedModel to pack; export it first.")
+  info = publish.read_info(os.path.join(version_dir, "encoder")) or {}
+  license_name = check_license(info.get("license", ""), export_dir)
   atomic.check_writable([package_dir], overwrite)
-  card = os.path.join(version_dir, model_card.CARD_FILE)
+  card = os.path.join(version_dir, card_facts.CARD_FILE)
   card_text = ""
   if os.path.isfile(card):
     with open(card, encoding="utf-8") as f:
       card_text = f.read()
-  info = publish.read_info(os.path.join(version_dir, "encoder")) or {}
+  body = model_card.body(card_text)
+  title = next((line[2:] for line in body.splitlines()
+                if line.startswith("# ")), "CMLM sentence encoder")
+  title = title.replace("`", "")[:50]
+  model_slug = slug(info.get("model_name", "")) or slug(title)
   names = [f"{part}.tar.gz" for part in PARTS] + [
-      model_card.CARD_FILE, "model-metadata.json",
+      card_facts.CARD_FILE, "model-metadata.json",
       "model-instance-metadata.json"]
   with atomic.atomic_directory(package_dir, overwrite) as temporary:
     for part in PARTS:
       pack_saved_model(os.path.join(version_dir, part),
                        os.path.join(temporary, f"{part}.tar.gz"))
-    with open(os.path.join(temporary, model_card.CARD_FILE), "w",
+    with open(os.path.join(temporary, card_facts.CARD_FILE), "w",
               encoding="utf-8") as f:
       f.write(card_text)
-    title = (card_text.splitlines() or ["# CMLM sentence encoder"])[0]
+    origin_url = info.get("origin_url", "")
     _write_json(os.path.join(temporary, "model-metadata.json"), {
-        "ownerSlug": "INSERT_OWNER_SLUG_HERE",
-        "title": title.lstrip("# ").replace("`", "")[:50],
-        "slug": "INSERT_SLUG_HERE", "subtitle": "", "isPrivate": True,
-        "description": card_text, "publishTime": "",
-        "provenanceSources": ""})
+        "ownerSlug": OWNER_PLACEHOLDER, "title": title, "slug": model_slug,
+        "subtitle": "A sentence encoder: text to embeddings (TF SavedModel)",
+        "isPrivate": True, "description": body, "publishTime": "",
+        "provenanceSources": origin_url})
     _write_json(os.path.join(temporary, "model-instance-metadata.json"), {
-        "ownerSlug": "INSERT_OWNER_SLUG_HERE",
-        "modelSlug": "INSERT_EXISTING_MODEL_SLUG_HERE",
-        "instanceSlug": "INSERT_INSTANCE_SLUG_HERE",
-        "framework": KAGGLE_FRAMEWORK, "overview": title.lstrip("# "),
-        "usage": card_text, "fineTunable": True, "trainingData": [],
-        "modelInstanceType": "Unspecified",
-        "versionNotes": (f"step {info.get('step')}, version "
+        "ownerSlug": OWNER_PLACEHOLDER, "modelSlug": model_slug,
+        "instanceSlug": INSTANCE_SLUG, "framework": KAGGLE_FRAMEWORK,
+        "overview": _overview(body) or title, "usage": body,
+        "licenseName": license_name, "fineTunable": True,
+        "trainingData": list(info.get("datasets", [])),
+        "modelInstanceType": ("ExternalVariant" if origin_url
+                              else "Unspecified"),
+        "baseModelInstance": "", "externalBaseModelUrl": origin_url,
+        "versionNotes": (f"{info.get('checkpoint')} (step "
+                         f"{info.get('step')}), version "
                          f"{info.get('version_name')}" if info else "")})
   return [os.path.join(package_dir, name) for name in names]
+
+
+def _overview(body: str) -> str:
+  """The first paragraph of the card's Overview section."""
+  _, found, rest = body.partition("\n## Overview\n")
+  return rest.strip().split("\n\n", 1)[0] if found else ""
 
 
 def _write_json(path: str, value) -> None:

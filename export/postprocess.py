@@ -9,10 +9,8 @@ from typing import Optional
 
 import numpy as np
 
-from export import quantization
-
-_EPSILON = 1e-12
-
+from cmlm.export import quantization
+from cmlm.modeling.vectors import l2_normalize
 
 def check_truncate_dim(truncate_dim: Optional[int], dim: int) -> None:
   """Refuses a `truncate_dim` that is not 1..`dim` (the model's size)."""
@@ -33,11 +31,6 @@ def check_normalize(normalize: Optional[bool], normalizes_in_graph: bool,
         "--normalize), so un-normalised embeddings cannot be given; use the "
         "export's encoder + preprocessor pair, the training run, or an export "
         "made with --nonormalize.")
-
-
-def l2_normalize(embeddings: np.ndarray) -> np.ndarray:
-  norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
-  return embeddings / np.maximum(norms, _EPSILON)
 
 
 def truncate_and_normalize(embeddings: np.ndarray,

@@ -21,10 +21,10 @@ missing from TF Serving (tensorflow/serving#2267).
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from data_pipelines import tokenization
-from data_pipelines import vocabulary
+from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
+from cmlm.data_pipelines.tokenization import STRING_BATCH
 
-STRING_BATCH = tf.TensorSpec([None], tf.string, name="sentences")
 
 
 def round_robin_trim(segments, max_tokens):

@@ -25,8 +25,9 @@ with `.1`, `.2`, ... appended when that version is exported again with
 that resolves `current` once (`resolve`; `encode` and `eval` do) loads the
 encoder and the preprocessor of one export; `EXPORT_DIR/encoder` and
 `EXPORT_DIR/preprocessor` always exist. Each SavedModel carries
-`assets.extra/export_info.json` (the checkpoint, its step, the version's
-name and a unique id), the same in the three.
+`assets.extra/export_info.json` (the checkpoint's name in the run, its
+step, the version's name, a unique id, and the card's model name, license,
+language and datasets), the same in the three.
 
 Versions that neither `current` nor a `serving/<version>` link names any
 more are removed by a later export once they have been replaced for
@@ -43,8 +44,8 @@ import time
 import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 
-from training import atomic
-from training import run_lock
+from cmlm.training import atomic
+from cmlm.training import run_lock
 
 VERSIONS_DIR = "versions"
 CURRENT = "current"
@@ -82,11 +83,15 @@ def write_info(version_dir: str, info: Dict) -> None:
       json.dump(info, f, indent=1)
 
 
-def new_info(checkpoint_path: str, step: int) -> Dict:
-  """What `export_info.json` records: the checkpoint, its step, when, and a
-  unique id (`publish_export` adds the version's name)."""
-  return dict(checkpoint=checkpoint_path, step=step, id=uuid.uuid4().hex,
-              exported_at=datetime.datetime.now().isoformat(timespec="seconds"))
+def new_info(checkpoint_path: str, step: int, **card) -> Dict:
+  """What `export_info.json` records: the checkpoint by its name in the run
+  (`ckpt-N`: no path of the machine that exported it), its step, when, a
+  unique id (`publish_export` adds the version's name), and `card`, what
+  the model card states (`card_facts.export_info`: name, license, ...)."""
+  return dict(checkpoint=os.path.basename(checkpoint_path.rstrip("/")),
+              step=step, id=uuid.uuid4().hex,
+              exported_at=datetime.datetime.now().isoformat(timespec="seconds"),
+              **card)
 
 
 def remove_leftovers(export_dir: str) -> List[str]:

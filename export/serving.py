@@ -18,10 +18,11 @@ from typing import Optional
 import tensorflow as tf
 import tf_keras
 
-from export.preprocessor import STRING_BATCH
-from export.preprocessor import Preprocessor
-from modeling import principal_component_removal as pcr
-from modeling.length_chunks import encode_by_length
+from cmlm.data_pipelines.tokenization import STRING_BATCH
+from cmlm.export.preprocessor import Preprocessor
+from cmlm.modeling import principal_component_removal as pcr
+from cmlm.modeling.length_chunks import encode_by_length
+from cmlm.modeling.pooling_heads import PoolingHead
 
 SIGNATURE_NAME = "serving_default"
 INPUT_NAME = "sentences"
@@ -66,10 +67,14 @@ class TextEmbedding(tf.Module):
     """`[batch]` strings -> float32 `[batch, hidden]`."""
     return self._embed(sentences)
 
-  def _embed(self, sentences, languages=None):
+  def raw_embedding(self, sentences):
+    """The encoder's `default` output, before PCR and normalisation
+    `[batch, hidden]`, on length-ordered chunks (`encode_by_length`)."""
     inputs = self.preprocessor(sentences)  # padded to the training length
-    embedding = encode_by_length(self._encode, inputs,
-                                 self._hidden_size)
+    return encode_by_length(self._encode, inputs, self._hidden_size)
+
+  def _embed(self, sentences, languages=None):
+    embedding = self.raw_embedding(sentences)
     if languages is not None and self.pcr is not None:
       # (SavedModel traces `serve_with_language` even without components.)
       embedding = self.pcr(embedding, languages)
@@ -81,7 +86,7 @@ class TextEmbedding(tf.Module):
   def token_lengths(self, sentences):
     """int32 `[batch]`: the tokens each sentence fills in the encoder.
 
-    `export.encode.embed_in_batches` orders sentences by it, so that a batch
+    `Embedder.embed` (modeling/embedder.py) orders sentences by it, so that a batch
     holds sentences of one length and little padding is computed.
     """
     return tf.reduce_sum(self.preprocessor(sentences)["input_mask"], axis=1)
@@ -100,13 +105,17 @@ class TextEmbedding(tf.Module):
 
 def export_text_embedding(path: str, preprocessor: Preprocessor,
                           encoder: tf_keras.Model, normalize: bool = True,
-                          components: Optional[pcr.LanguageComponents] = None
+                          components: Optional[pcr.LanguageComponents] = None,
+                          pooling_head: Optional[PoolingHead] = None
                           ) -> TextEmbedding:
-  """Writes the text-to-embedding SavedModel to `path` (a fresh directory)."""
+  """Writes the text-to-embedding SavedModel to `path` (a fresh directory),
+  with the signatures `pooling_head` (the encoder's, if any) adds."""
   model = TextEmbedding(preprocessor, encoder, normalize, components)
   signatures = {SIGNATURE_NAME: model.serve.get_concrete_function()}
   if components is not None:
     signatures[PCR_SIGNATURE_NAME] = (
         model.serve_with_language.get_concrete_function())
+  if pooling_head is not None:
+    signatures.update(pooling_head.serving_signatures(model))
   tf.saved_model.save(model, path, signatures=signatures)
   return model

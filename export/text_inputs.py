@@ -28,7 +28,7 @@ from typing import List, Optional
 
 import tensorflow as tf
 
-from data_pipelines import text_lines
+from cmlm.data_pipelines import text_lines
 
 FORMATS = ("txt", "jsonl", "csv", "tsv")
 STDIN = "-"

@@ -8,7 +8,7 @@ head, so they can never be predicted. The "skip" variant of table 7 also feeds
 v_p beside s2's sequence outputs into the MLM head.
 
 The forward pass is one function (`conditional_mlm_outputs`) over the shared
-`SentenceEncoder` and CMLM's own head (`ConditionalMlmHead`), so the CMLM
+`SiameseEncoder` and CMLM's own head (`ConditionalMlmHead`), so the CMLM
 objective and the `ConditionalMaskedLM` model run the same code.
 """
 import json
@@ -16,11 +16,11 @@ import json
 import tensorflow as tf
 import tf_keras
 
-from modeling.projection_head import ProjectionHead
-from modeling.sentence_encoder import SentenceEncoder
-from modeling.sentence_encoder import build_from_input_shapes
-from modeling.sentence_encoder import deserialize_transformer
-from modeling.sentence_encoder import serialize_transformer
+from cmlm.modeling.projection_head import ProjectionHead
+from cmlm.modeling.siamese_encoder import SiameseEncoder
+from cmlm.modeling.siamese_encoder import build_from_input_shapes
+from cmlm.modeling.siamese_encoder import deserialize_transformer
+from cmlm.modeling.siamese_encoder import serialize_transformer
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
@@ -108,7 +108,7 @@ class ConditionalMlmHead(tf_keras.layers.Layer):
     return cls(**config)
 
 
-def conditional_mlm_outputs(encoder: SentenceEncoder,
+def conditional_mlm_outputs(encoder: SiameseEncoder,
                             head: ConditionalMlmHead, features,
                             training=None):
   """CMLM's forward pass (section 2, figure 1) over the shared encoder.
@@ -148,7 +148,7 @@ def conditional_mlm_outputs(encoder: SentenceEncoder,
               projections=projections)
 
 
-def unconditioned_mlm_outputs(encoder: SentenceEncoder,
+def unconditioned_mlm_outputs(encoder: SiameseEncoder,
                               head: ConditionalMlmHead, features,
                               training=None):
   """Plain MLM over the same encoder and head: s2 alone, no s1, no P(v).
@@ -180,12 +180,12 @@ class ConditionalMaskedLM(tf_keras.Model):
   serves direct use, tests and the `.mlm` export.
 
   Args:
-    encoder: the `SentenceEncoder` (with its projection head, P of
+    encoder: the `SiameseEncoder` (with its projection head, P of
       appendix C) whose transformer and pooling both passes share.
     head: the `ConditionalMlmHead`.
   """
 
-  def __init__(self, encoder: SentenceEncoder, head: ConditionalMlmHead,
+  def __init__(self, encoder: SiameseEncoder, head: ConditionalMlmHead,
                **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder

@@ -30,7 +30,7 @@ def encode_by_length(encode: Callable[[Dict[str, tf.Tensor]], tf.Tensor],
   the sentences are ordered by tokens; 25% when ordered by characters, as
   sentence-transformers does.)
 
-  Called inside a `tf.function` (as the serving model and `export.encode`
+  Called inside a `tf.function` (as the serving model and `modeling.embedder`
   do); an empty batch gives `[0, hidden]`.
 
   Args:

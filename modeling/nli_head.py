@@ -7,8 +7,8 @@ language l2, we train a 3-way classifier on the concatenation of
 import tensorflow as tf
 import tf_keras
 
-from modeling.sentence_encoder import SentenceEncoder
-from modeling.sentence_encoder import build_from_input_shapes
+from cmlm.modeling.siamese_encoder import SiameseEncoder
+from cmlm.modeling.siamese_encoder import build_from_input_shapes
 
 ENCODER_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -18,7 +18,7 @@ def pair_features(u, v):
   return tf.concat([u, v, tf.abs(u - v), u * v], axis=-1)
 
 
-def sentence_pair_embeddings(encoder: SentenceEncoder, features, first: str,
+def sentence_pair_embeddings(encoder: SiameseEncoder, features, first: str,
                              second: str, training=None):
   """(u, v) `[batch, hidden]`: the encoder's embeddings of `first_*` and
   `second_*` encoder inputs (e.g. "premise", "hypothesis")."""
@@ -32,9 +32,9 @@ def sentence_pair_embeddings(encoder: SentenceEncoder, features, first: str,
 class NliHead(tf_keras.layers.Layer):
   """The 3-way classifier on [u, v, |u - v|, u * v] (section 4.3).
 
-  With `hidden_size` > 0 it is the two-layer network of contextual
-  lensing's Classifier (Kiros et al. 2020, section 3.1): a ReLU layer of
-  that size, then the softmax layer.
+  With `hidden_size` > 0 it is a two-layer network: a ReLU layer of that
+  size, then the softmax layer (a classifier trained over a frozen encoder
+  often takes one).
   """
 
   def __init__(self, num_classes: int = 3, initializer="glorot_uniform",
@@ -72,7 +72,7 @@ class NliModel(tf_keras.Model):
   objective (`objectives/nli.py`).
   """
 
-  def __init__(self, encoder: SentenceEncoder, num_classes: int = 3,
+  def __init__(self, encoder: SiameseEncoder, num_classes: int = 3,
                initializer="glorot_uniform", **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder

@@ -27,10 +27,10 @@ from typing import Callable, Dict, List, Optional, Type
 import tensorflow as tf
 import tf_keras
 
-from data_pipelines.tokenization import TokenizationConfig
-from modeling import losses
-from modeling.model_builder import SentenceEncoderConfig
-from modeling.sentence_encoder import SentenceEncoder
+from cmlm.data_pipelines.tokenization import TokenizationConfig
+from cmlm.modeling import losses
+from cmlm.modeling.model_builder import SiameseEncoderConfig
+from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
 from official.modeling.hyperparams import base_config
 
@@ -63,7 +63,7 @@ def has_data(data: cfg.DataConfig) -> bool:
 
 
 class Objective:
-  """One training objective over the shared `SentenceEncoder`.
+  """One training objective over the shared `SiameseEncoder`.
 
   Subclasses set `config_cls` and implement `build_inputs`, `call` and
   `compute_loss`; the rest has defaults (no head, no state, no metrics,
@@ -73,13 +73,13 @@ class Objective:
     name: the objective's key in `task.objectives` (its features, outputs,
       metrics and checkpoint items are named by it).
     config: its `ObjectiveConfig`.
-    model_config: the run's `SentenceEncoderConfig`.
+    model_config: the run's `SiameseEncoderConfig`.
     tokenization: the run's `TokenizationConfig`.
   """
   config_cls: Type[ObjectiveConfig] = ObjectiveConfig
 
   def __init__(self, name: str, config: ObjectiveConfig,
-               model_config: SentenceEncoderConfig,
+               model_config: SiameseEncoderConfig,
                tokenization: TokenizationConfig):
     self.name = name
     self.config = config
@@ -116,20 +116,20 @@ class Objective:
     return []
 
   # Model.
-  def build_head(self, encoder: SentenceEncoder
+  def build_head(self, encoder: SiameseEncoder
                  ) -> Optional[tf_keras.layers.Layer]:
     """The objective's trainable head on top of `encoder`, or None."""
     del encoder
     return None
 
-  def build_state(self, encoder: SentenceEncoder,
+  def build_state(self, encoder: SiameseEncoder,
                   head: Optional[tf_keras.layers.Layer]
                   ) -> Optional[tf.Module]:
     """Non-trainable objective state (queues, momentum copies), or None."""
     del encoder, head
     return None
 
-  def call(self, encoder: SentenceEncoder, head, state, features,
+  def call(self, encoder: SiameseEncoder, head, state, features,
            training=None) -> Dict[str, tf.Tensor]:
     """The forward pass: this objective's outputs for its features."""
     raise NotImplementedError
@@ -155,14 +155,14 @@ class Objective:
     return None
 
   # When a run starts fresh, after `task.init_checkpoint` is restored.
-  def after_initialize(self, encoder: SentenceEncoder, head, state) -> None:
+  def after_initialize(self, encoder: SiameseEncoder, head, state) -> None:
     """Runs once when training starts without a checkpoint of its own, after
     the task restored `task.init_checkpoint` (if any): e.g. copies the
     starting encoder into frozen state. Not run when a run resumes."""
     del encoder, head, state
 
   # After each optimizer update.
-  def after_update(self, encoder: SentenceEncoder, head, state) -> None:
+  def after_update(self, encoder: SiameseEncoder, head, state) -> None:
     """Runs right after a finite optimizer update (replica context)."""
     del encoder, head, state
 

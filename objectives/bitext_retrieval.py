@@ -10,12 +10,12 @@ import dataclasses
 import tensorflow as tf
 import tf_keras
 
-from data_pipelines import bitext
-from data_pipelines import bitext_dataloader
-from data_pipelines import unk_rate
-from modeling import bitext_loss
-from modeling.nli_head import sentence_pair_embeddings
-from objectives import base
+from cmlm.data_pipelines import bitext
+from cmlm.data_pipelines import bitext_dataloader
+from cmlm.data_pipelines import unk_rate
+from cmlm.modeling import bitext_loss
+from cmlm.modeling.nli_head import sentence_pair_embeddings
+from cmlm.objectives import base
 
 
 @dataclasses.dataclass

@@ -14,12 +14,12 @@ import dataclasses
 
 import tensorflow as tf
 
-from data_pipelines import cmlm_dataloader
-from data_pipelines import unk_rate
-from modeling import model_builder
-from modeling.conditional_mlm import conditional_mlm_outputs
-from modeling.conditional_mlm import unconditioned_mlm_outputs
-from objectives import base
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.data_pipelines import unk_rate
+from cmlm.modeling import model_builder
+from cmlm.modeling.conditional_mlm import conditional_mlm_outputs
+from cmlm.modeling.conditional_mlm import unconditioned_mlm_outputs
+from cmlm.objectives import base
 
 
 @dataclasses.dataclass

@@ -10,12 +10,12 @@ import dataclasses
 import tensorflow as tf
 import tf_keras
 
-from data_pipelines import nli_data
-from data_pipelines import unk_rate
-from modeling import losses
-from modeling.nli_head import NliHead
-from modeling.nli_head import sentence_pair_embeddings
-from objectives import base
+from cmlm.data_pipelines import nli_data
+from cmlm.data_pipelines import unk_rate
+from cmlm.modeling import losses
+from cmlm.modeling.nli_head import NliHead
+from cmlm.modeling.nli_head import sentence_pair_embeddings
+from cmlm.objectives import base
 
 
 @dataclasses.dataclass
@@ -26,8 +26,8 @@ class NliObjectiveConfig(base.ObjectiveConfig):
   validation_data: nli_data.NliDataConfig = dataclasses.field(
       default_factory=nli_data.NliDataConfig)
   num_classes: int = 3
-  # > 0: a ReLU layer of this size before the softmax layer, contextual
-  # lensing's two-layer Classifier (Kiros et al. 2020, 3.1; table 3).
+  # > 0: a ReLU layer of this size before the softmax layer (a two-layer
+  # classifier; `NliHead`).
   hidden_size: int = 0
 
 

@@ -4,7 +4,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from modeling import model_builder
+from cmlm.modeling import model_builder
 from official.nlp.configs import encoders
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -13,13 +13,23 @@ SPECIAL_IDS = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
 
 
 def tiny_model_config(num_projections=3, **kwargs):
-  return model_builder.SentenceEncoderConfig(
+  return model_builder.SiameseEncoderConfig(
       encoder=encoders.BertEncoderConfig(
           vocab_size=VOCAB_SIZE, hidden_size=16, num_layers=1,
           num_attention_heads=2, intermediate_size=32,
           max_position_embeddings=32, dropout_rate=0.0,
           attention_dropout_rate=0.0),
       num_projections=num_projections, **kwargs)
+
+
+def train_step(task, features, model, optimizer, metrics=None):
+  """One step as the trainer takes it when it is finite: the task's
+  `train_step` (loss, gradients), then `trainer.apply_update`. Returns the
+  loss."""
+  from cmlm.training import trainer  # pylint: disable=g-import-not-at-top
+  loss, gradients = task.train_step(features, model, optimizer, metrics)
+  trainer.apply_update(model, optimizer, gradients)
+  return loss
 
 
 def tiny_run_overrides(train_steps: int, objective: str = "cmlm") -> dict:
@@ -39,7 +49,7 @@ def tiny_run_overrides(train_steps: int, objective: str = "cmlm") -> dict:
 
 def tiny_run_params(train_steps: int = 4):
   """cmlm/tiny with `tiny_run_overrides`: a real run in seconds."""
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top
+  from cmlm.experiments import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
   params = exp_factory.get_exp_config("cmlm/tiny")
   params.override(tiny_run_overrides(train_steps))
@@ -85,10 +95,10 @@ def encoder_inputs(features, prefix="s1_"):
 def tiny_task_config(vocab_file: str = "", objectives=None, **model_kwargs):
   """A sentence-encoder task config on the tiny model, for `fake_batch`
   batches (sequence length 10); CMLM alone unless `objectives` says."""
-  from data_pipelines import tokenization  # pylint: disable=g-import-not-at-top
-  from objectives import base  # pylint: disable=g-import-not-at-top
-  from objectives import cmlm  # pylint: disable=g-import-not-at-top
-  from training import task  # pylint: disable=g-import-not-at-top
+  from cmlm.data_pipelines import tokenization  # pylint: disable=g-import-not-at-top
+  from cmlm.objectives import base  # pylint: disable=g-import-not-at-top
+  from cmlm.objectives import cmlm  # pylint: disable=g-import-not-at-top
+  from cmlm.training import task  # pylint: disable=g-import-not-at-top
   return task.SentenceEncoderTaskConfig(
       model=tiny_model_config(**model_kwargs),
       tokenization=tokenization.TokenizationConfig(vocab_file=vocab_file,

@@ -11,7 +11,6 @@ import json
 import os
 import tempfile
 
-import legacy_keras  # noqa: F401  pylint: disable=unused-import
 import numpy as np
 import tensorflow as tf
 import tf_keras

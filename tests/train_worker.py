@@ -18,18 +18,17 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import legacy_keras  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from data_pipelines import cmlm_dataloader  # noqa: E402
-from experiments import cmlm_experiments  # noqa: E402
+from cmlm.data_pipelines import cmlm_dataloader  # noqa: E402
+from cmlm.experiments import cmlm_experiments  # noqa: E402
 from official.core import exp_factory  # noqa: E402
 from official.core import task_factory  # noqa: E402
 from official.core import train_utils  # noqa: E402
-from training import task as task_lib  # noqa: E402
-from training import train  # noqa: E402
-from training.trainer import CmlmTrainer  # noqa: E402
+from cmlm.training import task as task_lib  # noqa: E402
+from cmlm.training import train  # noqa: E402
+from cmlm.training.trainer import SentenceEncoderTrainer  # noqa: E402
 
 
 def build_all_variables(model):
@@ -106,13 +105,13 @@ def experiment(train_steps: int, global_batch_size: int = 8):
   return params
 
 
-def make_trainer(params, strategy=None) -> CmlmTrainer:
-  """The run's `CmlmTrainer` (one CPU by default), without orbit's loop."""
+def make_trainer(params, strategy=None) -> SentenceEncoderTrainer:
+  """The run's `SentenceEncoderTrainer` (one CPU by default), without orbit's loop."""
   strategy = strategy or tf.distribute.OneDeviceStrategy("/cpu:0")
   with strategy.scope():
     task = task_factory.get_task(params.task)
     return train_utils.create_trainer(params, task, train=True,
-                                      evaluate=False, trainer_cls=CmlmTrainer)
+                                      evaluate=False, trainer_cls=SentenceEncoderTrainer)
 
 
 def main():

@@ -3,7 +3,7 @@
   task             SentenceEncoderTask: the shared encoder, its tokenization
                    and the weighted objectives of `task.objectives` (one
                    Model Garden train step; checkpoint items by name)
-  trainer          CmlmTrainer: Model Garden's trainer + examples/s, XLA on
+  trainer          SentenceEncoderTrainer: Model Garden's trainer + examples/s, XLA on
                    any device, the non-finite guard, input position saved
   train            build_params (experiment + YAML + overrides) and run
   stages           multistage schedules as configs (section 4.2)
@@ -12,4 +12,3 @@
   fault_tolerance  SIGTERM checkpoints, interrupted-save repair, guards
   atomic           directories written whole or not at all
 """
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)

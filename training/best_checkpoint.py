@@ -30,7 +30,9 @@ import numpy as np
 import tensorflow as tf
 
 from official.core import train_utils
-from training import run_dir
+from cmlm.modeling import embedder
+from cmlm.modeling.vectors import l2_normalize
+from cmlm.training import run_dir
 
 # sentences -> [len(sentences), hidden] embeddings, L2-normalised.
 Embed = Callable[[List[str]], np.ndarray]
@@ -109,8 +111,8 @@ class BestCheckpointSelector:
     self._total = trainer.train_steps
     self._scorer = scorer
     self._global_step = global_step
-    self._encoder = model.encoder
-    self._tokenizer = run_dir.build_tokenizer(params)
+    self._embedder = embedder.encoder_embedder(
+        model.encoder, run_dir.build_tokenizer(params))
     self._checkpoint = tf.train.Checkpoint(global_step=global_step,
                                            **model.checkpoint_items)
     self.exporter = StepNamedExporter(
@@ -125,7 +127,7 @@ class BestCheckpointSelector:
 
   def embed(self, sentences: List[str]) -> np.ndarray:
     """The encoder's embeddings now (inference mode: no dropout)."""
-    return run_dir.embed_sentences(self._encoder, self._tokenizer, sentences)
+    return l2_normalize(self._embedder.embed(sentences, batch_size=256))
 
   def __call__(self, output=None) -> Optional[float]:
     """Scores at each multiple of the interval and at the last step."""

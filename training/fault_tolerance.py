@@ -15,9 +15,8 @@
   removes its temporary files at once (a `ckpt-N_temp/` can be as large as
   a checkpoint) and ends the run with `CheckpointSaveError`; the previous
   checkpoint stays the latest, and the same command resumes from it.
-- `DeferredUpdate` and `all_replicas_finite`: the non-finite guard of
-  `CmlmTrainer` (a non-finite loss or gradient stops training, or its batch
-  is skipped).
+- `all_replicas_finite`: the non-finite guard of `SentenceEncoderTrainer`
+  (a non-finite loss or gradient stops training, or its batch is skipped).
 """
 import errno
 import os
@@ -249,31 +248,6 @@ def repair_checkpoint_state(model_dir: str) -> None:
                   " resuming from %s.", model_dir, latest, complete[-1])
   tf.compat.v1.train.update_checkpoint_state(
       model_dir, complete[-1], all_model_checkpoint_paths=complete)
-
-
-class DeferredUpdate:
-  """Stands in for the optimizer in a task's train step, applying nothing.
-
-  Model Garden's `Task.train_step` ends with `optimizer.apply_gradients`;
-  this keeps the gradients instead, so that the trainer can check them and
-  apply them itself. `isinstance` sees the wrapped optimizer's class: the
-  step looks for a `LossScaleOptimizer` to scale the loss (float16).
-  """
-
-  def __init__(self, optimizer):
-    self._optimizer = optimizer
-    self.gradients = None
-
-  @property
-  def __class__(self):
-    return type(self._optimizer)
-
-  def __getattr__(self, name):
-    return getattr(self._optimizer, name)
-
-  def apply_gradients(self, grads_and_vars, *args, **kwargs):
-    del args, kwargs
-    self.gradients = [gradient for gradient, _ in grads_and_vars]
 
 
 def all_replicas_finite(loss, gradients=()) -> tf.Tensor:

@@ -17,28 +17,38 @@ vocabulary, casing, text normalization, pooling and sequence length),
 the source has one, the MLM head imported; the projection head freshly
 initialised. It is written to a temporary directory and renamed into place,
 so an error leaves nothing behind.
+
+`import_info.json` records where the weights came from, for the model card
+export writes (export/model_card.py): the source's name (`--source_name`, a
+Hugging Face cache's `org/name`, the H1 title of its README.md, or the
+directory's base name: never a path of this machine), its kind, and what
+its README.md's front matter states (license, languages, datasets) and its
+BibTeX; `--source_license` states a license the source does not.
 """
 import copy
 import dataclasses
+import json
 import os
+import re
 import shutil
 from typing import List, Optional
 
 import tensorflow as tf
 
-from data_pipelines import vocabulary
-from modeling.importers import encoder_weights
-from modeling.importers import huggingface
-from modeling.importers import model_garden
+from cmlm.data_pipelines import vocabulary
+from cmlm.modeling.importers import encoder_weights
+from cmlm.modeling.importers import huggingface
+from cmlm.modeling.importers import model_garden
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import hyperparams
-from training import atomic
-from training import run_dir
-from training import task as task_lib
+from cmlm.training import atomic
+from cmlm.training import run_dir
+from cmlm.training import task as task_lib
 
 FORMATS = ("huggingface", "model_garden")
 VOCAB_FILE = "vocab.txt"
+IMPORT_INFO_FILE = "import_info.json"  # export/model_card.py reads it
 DEFAULT_SEQ_LENGTH = 256  # cmlm/en_base's
 
 
@@ -52,6 +62,7 @@ class ImportResult:
   imported_mlm_head: bool
   imported_pooler: bool
   unused_weights: List[str]
+  origin: Optional[dict] = None  # what import_info.json records
 
 
 def read_source(source: str, source_format: Optional[str] = None,
@@ -88,7 +99,7 @@ def experiment_config(imported: encoder_weights.ImportedEncoder,
     params = exp_factory.get_exp_config(experiment)
   except (KeyError, LookupError, AssertionError):
     raise ValueError(f"The experiment {experiment!r} is not registered; "
-                     "import experiments.registry first.") from None
+                     "import cmlm.registry_imports first.") from None
   # CMLM appends num_projections vectors to a sequence: they need positions.
   positions = imported.encoder.max_position_embeddings
   longest = positions - num_projections
@@ -122,7 +133,9 @@ def import_model(source: str, model_dir: str,
                  lower_case: Optional[bool] = None,
                  seq_length: Optional[int] = None, num_projections: int = 15,
                  overwrite: bool = False,
-                 experiment: str = "cmlm/en_base") -> ImportResult:
+                 experiment: str = "cmlm/en_base",
+                 source_name: Optional[str] = None,
+                 source_license: Optional[str] = None) -> ImportResult:
   """Writes `model_dir` from `source`; see the module docstring.
 
   Args:
@@ -137,6 +150,10 @@ def import_model(source: str, model_dir: str,
     num_projections: N of the fresh projection head.
     overwrite: replace an existing `model_dir`.
     experiment: the registered experiment the run's params.yaml starts from.
+    source_name: the source's name for the model card (default: see
+      `source_info`).
+    source_license: the source's license (an SPDX id), when its README.md
+      does not state one.
   """
   if not model_dir:
     raise ValueError("--model_dir is required: where the imported model goes.")
@@ -144,6 +161,7 @@ def import_model(source: str, model_dir: str,
   if os.path.lexists(model_dir) and not overwrite:
     raise FileExistsError(f"{model_dir} already exists; pass --overwrite to "
                           "replace it, or choose another --model_dir.")
+  origin = source_info(source, source_name, source_license)
   imported = read_source(source, source_format, vocab_file, lower_case)
   vocabulary.load_vocab(imported.vocab_file)  # one clear error if unusable
   task_lib.check_vocab_matches_encoder(imported.vocab_file,
@@ -166,6 +184,9 @@ def import_model(source: str, model_dir: str,
     shutil.copyfile(imported.vocab_file, os.path.join(temporary, VOCAB_FILE))
     hyperparams.save_params_dict_to_yaml(
         params, os.path.join(temporary, run_dir.PARAMS_FILE))
+    with open(os.path.join(temporary, IMPORT_INFO_FILE), "w",
+              encoding="utf-8") as f:
+      json.dump(origin, f, indent=1, ensure_ascii=False)
     checkpoint = tf.train.Checkpoint(
         global_step=tf.Variable(0, dtype=tf.int64, trainable=False),
         model=model, **model.checkpoint_items)
@@ -178,7 +199,72 @@ def import_model(source: str, model_dir: str,
       imported_mlm_head=any(k.startswith("cls/predictions/")
                             for k in imported.weights),
       imported_pooler="pooler_transform/kernel" in imported.weights,
-      unused_weights=unused)
+      unused_weights=unused, origin=origin)
+
+
+def _read_model_card(directory: str):
+  """(front matter, text) of `directory`'s README.md; ({}, "") if none."""
+  import yaml  # pylint: disable=g-import-not-at-top
+  try:
+    with open(os.path.join(directory, "README.md"), encoding="utf-8") as f:
+      text = f.read()
+  except (OSError, UnicodeDecodeError):
+    return {}, ""
+  match = re.match(r"---[ \t]*\n(.*?)\n---[ \t]*\n", text, re.S)
+  try:
+    front = yaml.safe_load(match.group(1)) if match else {}
+  except yaml.YAMLError:
+    front = {}
+  return (front if isinstance(front, dict) else {}), text
+
+
+def _source_name(path: str, directory: str, readme: str) -> str:
+  """A Hugging Face cache's `org/name`, else the README's `# name` title,
+  else the directory's base name (and the checkpoint prefix's)."""
+  cached = re.search(r"models--([^/]+)--([^/]+)/snapshots/", path + "/")
+  if cached:
+    return f"{cached.group(1)}/{cached.group(2)}"
+  readme = re.sub(r"^---.*?\n---", "", readme, flags=re.S)
+  title = re.search(r"^# +([\w.-]+(?:/[\w.-]+)?)[ \t]*$", readme, re.M)
+  if title:
+    return title.group(1)
+  name = os.path.basename(os.path.abspath(directory))
+  return name if directory == path else f"{name}/{os.path.basename(path)}"
+
+
+def source_info(source: str, source_name: Optional[str] = None,
+                source_license: Optional[str] = None) -> dict:
+  """What import_info.json records of `source`: its name, kind, URL when
+  known, and what its README.md states; no path of this machine."""
+  if source_name and (os.path.isabs(source_name) or
+                      source_name.startswith(("~", "."))):
+    raise ValueError(f"--source_name={source_name} must be the source's "
+                     "name (e.g. sentence-transformers/all-MiniLM-L6-v2), "
+                     "not a path on this machine.")
+  path = source.rstrip("/")
+  directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+  front, text = _read_model_card(directory)
+  if os.path.isfile(os.path.join(directory, "modules.json")):
+    kind = "sentence-transformers"
+  elif huggingface.is_huggingface_dir(directory):
+    kind = "huggingface"
+  elif model_garden.is_saved_model(path):
+    kind = "tf-hub"
+  else:
+    kind = "model_garden"
+  name = source_name or _source_name(path, directory, text)
+  as_list = lambda v: [str(x) for x in (v if isinstance(v, list) else [v])
+                       if x]
+  return {
+      "source_name": name, "source_format": kind,
+      "url": (f"https://huggingface.co/{name}" if kind in (
+          "huggingface", "sentence-transformers") and "/" in name else ""),
+      "license": (source_license or str(front.get("license") or "")).lower(),
+      "language": as_list(front.get("language")),
+      "datasets": as_list(front.get("datasets")),
+      "citation": [c.strip() for c in re.findall(
+          r"```bibtex\s*\n(.*?)```", text, re.S | re.I)][:3],
+  }
 
 
 def _build_variables(model, task) -> None:
@@ -205,6 +291,9 @@ def describe(result: ImportResult) -> str:
           f"  tokenizer     "
           f"{'uncased' if tokenization.lower_case else 'cased'}, "
           f"seq_length {tokenization.seq_length}; pooling {model.pooling}\n"
+          f"  origin        {result.origin['source_name']} "
+          f"({result.origin['source_format']}), license "
+          f"{result.origin['license'] or 'not stated'}\n"
           f"  MLM head      "
           f"{'imported' if result.imported_mlm_head else 'new'};"
           f" projection head new ({model.num_projections} projections)")

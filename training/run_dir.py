@@ -13,21 +13,19 @@ CMLM head) is restored by item name. Errors say clearly why a directory or
 checkpoint cannot be read, before anything is written.
 """
 import dataclasses
-import functools
 import os
-from typing import List, Optional, Sequence
+from typing import Optional
 
-import numpy as np
 import tensorflow as tf
 import yaml
 
-from data_pipelines import tokenization
-from modeling import length_chunks
-from modeling import model_builder
-from modeling.sentence_encoder import SentenceEncoder
+from cmlm.data_pipelines import tokenization
+from cmlm.modeling import model_builder
+from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
-from official.modeling import hyperparams
-from training import task as task_lib
+from official.modeling.hyperparams import params_dict
+from cmlm.training import checkpoints
+from cmlm.training import task as task_lib
 
 PARAMS_FILE = "params.yaml"
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -42,20 +40,41 @@ def is_run_dir(path: str) -> bool:
   return bool(path) and tf.io.gfile.exists(os.path.join(path, PARAMS_FILE))
 
 
+def check_run_dir(model_dir: str) -> None:
+  """One clear error when `model_dir` is not a run directory."""
+  if not is_run_dir(model_dir):
+    raise FileNotFoundError(
+        f"{os.path.join(model_dir, PARAMS_FILE)} does not exist; --model_dir "
+        "must be the directory that `python -m cmlm train` wrote (it holds "
+        "params.yaml and ckpt-N).")
+
+
 def load_params(model_dir: str) -> cfg.ExperimentConfig:
   """The experiment config that trained `model_dir` (its params.yaml)."""
+  check_run_dir(model_dir)
   path = os.path.join(model_dir, PARAMS_FILE)
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(
-        f"{path} does not exist; --model_dir must be the directory that "
-        "`python -m cmlm train` wrote (it holds params.yaml and ckpt-N).")
   try:
+    saved = upgrade_params(params_dict.read_yaml_to_params_dict(path)
+                           .as_dict())
     params = cfg.ExperimentConfig(task=task_lib.SentenceEncoderTaskConfig())
-    return hyperparams.override_params_dict(params, path, is_strict=True)
+    params.override(saved, is_strict=True)
+    return params
   except (KeyError, ValueError, TypeError, AttributeError,
           yaml.YAMLError) as error:
     raise ValueError(f"{path} is not the config of a sentence-encoder run of "
                      f"this garden: {error}") from None
+
+
+def upgrade_params(saved: dict) -> dict:
+  """A params.yaml of an older version of the garden, in today's keys: the
+  contextual lensing runs' `task.model.lens` is `task.model.pooling_head`
+  (type "none" dropped: no head)."""
+  model = saved.get("task", {}).get("model", {})
+  if "lens" in model:
+    lens = model.pop("lens")
+    if lens.get("type", "none") != "none":
+      model["pooling_head"] = lens
+  return saved
 
 
 def build_tokenizer(params: cfg.ExperimentConfig,
@@ -68,18 +87,7 @@ def build_tokenizer(params: cfg.ExperimentConfig,
 def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None) -> str:
   """The checkpoint prefix to read: `checkpoint` if given, else the latest."""
   if checkpoint:
-    if tf.io.gfile.isdir(checkpoint):
-      found = tf.train.latest_checkpoint(checkpoint)
-      if not found:
-        raise FileNotFoundError(f"The directory {checkpoint} holds no "
-                                "checkpoint; give --checkpoint=DIR/ckpt-N.")
-      return found
-    if not tf.io.gfile.exists(checkpoint + ".index"):
-      raise FileNotFoundError(
-          f"The checkpoint {checkpoint} does not exist (no "
-          f"{os.path.basename(checkpoint)}.index); give a prefix such as "
-          f"{os.path.join(model_dir or 'MODEL_DIR', 'ckpt-1000')}.")
-    return checkpoint
+    return checkpoints.resolve(checkpoint, "--checkpoint")
   found = tf.train.latest_checkpoint(model_dir)
   if not found:
     raise FileNotFoundError(
@@ -114,16 +122,20 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
   (`assert_existing_objects_matched`); heads of other objectives, optimizer
   slots and objective state are not read.
 
+  The run's vocabulary is checked against its embedding table first (the
+  reading edge's one check; training checks at its own, `train.prepare`).
+
   Returns:
-    The `SentenceEncoder`, or (encoder, `ConditionalMlmHead`) with
+    The `SiameseEncoder`, or (encoder, `ConditionalMlmHead`) with
     `with_mlm_head`.
   """
   task_config = params.task
-  encoder = model_builder.build_sentence_encoder(
+  task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
+                                       task_config.model.encoder.vocab_size)
+  encoder = model_builder.build_siamese_encoder(
       task_config.model, seq_length=task_config.tokenization.seq_length)
   dummy = dummy_encoder_inputs(task_config.tokenization.seq_length)
   encoder(dummy)
-  items = dict(encoder=encoder)
   head = None
   if with_mlm_head:
     name = cmlm_objective_name(params)
@@ -133,8 +145,10 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
     objective = task_lib.build_objectives(task_config)[name]
     head = objective.build_head(encoder)
     objective.call(encoder, head, None, objective.dummy_features())
-    items[f"{name}_head"] = head
   try:
+    items = dict(encoder=checkpoints.encoder_view(encoder, checkpoint_path)[0])
+    if head is not None:
+      items[f"{name}_head"] = head
     status = tf.train.Checkpoint(**items).read(checkpoint_path)
     status.expect_partial().assert_existing_objects_matched()
   except _READ_ERRORS as error:
@@ -156,61 +170,18 @@ class Run:
   params: cfg.ExperimentConfig
   checkpoint_path: str
   tokenizer: tokenization.WordPieceTokenizer
-  encoder: SentenceEncoder
-
-  def embed(self, sentences: Sequence[str], batch_size: int = 256,
-            normalize: bool = True) -> np.ndarray:
-    return embed_sentences(self.encoder, self.tokenizer, sentences,
-                           batch_size, normalize)
+  encoder: SiameseEncoder
 
 
 def load_run(model_dir: str, checkpoint: Optional[str] = None) -> Run:
-  """Reads `model_dir` (latest checkpoint, or `checkpoint`) for encoding."""
+  """Reads `model_dir` (latest checkpoint, or `checkpoint`): its config,
+  tokenizer and restored encoder (`cmlm.export.embedders.load_embedder`
+  embeds with them)."""
   params = load_params(model_dir)
   checkpoint_path = find_checkpoint(model_dir, checkpoint)
-  task_lib.check_vocab_matches_encoder(
-      params.task.tokenization.vocab_file,
-      params.task.model.encoder.vocab_size)
   encoder = restore_encoder(params, checkpoint_path)
   return Run(model_dir, params, checkpoint_path, build_tokenizer(params),
              encoder)
-
-
-def embed_sentences(encoder: SentenceEncoder,
-                    tokenizer: tokenization.WordPieceTokenizer,
-                    sentences: Sequence[str], batch_size: int = 256,
-                    normalize: bool = True) -> np.ndarray:
-  """Sentence embeddings `[len(sentences), hidden]`, L2-normalised or not.
-
-  Computed as the serving model computes them: each batch's rows ordered by
-  length and read in chunks cut to their longest (`length_chunks`).
-  """
-  embed_batch = embedding_function(encoder, tokenizer)
-  vectors: List[np.ndarray] = []
-  for start in range(0, len(sentences), batch_size):
-    batch = tf.constant(list(sentences[start:start + batch_size]), tf.string)
-    vectors.append(embed_batch(batch).numpy())
-  if not vectors:
-    return np.zeros([0, encoder.hidden_size], np.float32)
-  vectors = np.concatenate(vectors)
-  if not normalize:
-    return vectors
-  # (A ReLU lens can give an all-zero row: it stays zero, not NaN.)
-  return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True),
-                              1e-12)
-
-
-@functools.lru_cache(maxsize=8)
-def embedding_function(encoder: SentenceEncoder,
-                       tokenizer: tokenization.WordPieceTokenizer):
-  """One traced function per encoder and tokenizer: strings `[batch]` ->
-  embeddings `[batch, hidden]`, not normalised."""
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-  def embed_batch(sentences):
-    return length_chunks.encode_by_length(  # [batch, hidden]
-        lambda inputs: encoder(inputs, training=False)["default"],
-        tokenizer.tokenize_and_pack(sentences))
-  return embed_batch
 
 
 def _unreadable(checkpoint_path: str, error: Exception) -> str:

@@ -29,8 +29,8 @@ from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import hyperparams
 from official.modeling.hyperparams import base_config
-from training import run_lock
-from training import train
+from cmlm.training import run_lock
+from cmlm.training import train
 
 _SCHEDULES: Dict[str, "ScheduleConfig"] = {}
 

@@ -2,14 +2,18 @@
 
 `SentenceEncoderTaskConfig` = the encoder (`model`), the run's one
 tokenization (`tokenization`) and a mapping of named objectives
-(`objectives`, see `objectives/base.py`), each with a weight. The train step
-is Model Garden's own (`base_task.Task.train_step`): the model runs every
-objective's forward pass on its features, and `build_losses` returns
+(`objectives`, see `objectives/base.py`), each with a weight. The task's
+`train_step` is one replica's forward and backward pass: the model runs
+every objective's forward pass on its features, `build_losses` returns
 
     L = sum_k weight_k * L_k
 
-(paper section 4.2's L = L_cmlm + alpha * L_br is the case {cmlm: 1,
-bitext_retrieval: 0.2}). Batches are dicts nested by objective name
+and the step returns L and its gradients; the trainer (training/trainer.py)
+applies them behind its non-finite guard, then runs each objective's
+`after_update` hook.
+
+Paper section 4.2's L = L_cmlm + alpha * L_br is the case {cmlm: 1,
+bitext_retrieval: 0.2}. Batches are dicts nested by objective name
 (`{"cmlm": {...}, "bitext_retrieval": {...}}`), model outputs likewise.
 
 Checkpoints name their parts (`SentenceEncoderModel.checkpoint_items`):
@@ -25,12 +29,13 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
-import objectives as objectives_lib  # noqa: F401  (registers the objectives)
-from data_pipelines import tokenization as tokenization_lib
-from data_pipelines import vocabulary
-from modeling import model_builder
-from modeling.sentence_encoder import SentenceEncoder
-from objectives import base as objective_base
+import cmlm.objectives as objectives_lib  # noqa: F401  (registers the objectives)
+from cmlm.data_pipelines import tokenization as tokenization_lib
+from cmlm.data_pipelines import vocabulary
+from cmlm.training import checkpoints
+from cmlm.modeling import model_builder
+from cmlm.modeling.siamese_encoder import SiameseEncoder
+from cmlm.objectives import base as objective_base
 from official.core import base_task
 from official.core import config_definitions as cfg
 from official.core import task_factory
@@ -46,8 +51,8 @@ class SentenceEncoderTaskConfig(cfg.TaskConfig):
   `skip_non_finite_batches`: a step whose loss or gradient is not finite is
   skipped and counted, instead of stopping training (training/trainer.py).
   """
-  model: model_builder.SentenceEncoderConfig = dataclasses.field(
-      default_factory=model_builder.SentenceEncoderConfig)
+  model: model_builder.SiameseEncoderConfig = dataclasses.field(
+      default_factory=model_builder.SiameseEncoderConfig)
   tokenization: tokenization_lib.TokenizationConfig = dataclasses.field(
       default_factory=tokenization_lib.TokenizationConfig)
   objectives: objective_base.ObjectivesConfig = dataclasses.field(
@@ -58,23 +63,11 @@ class SentenceEncoderTaskConfig(cfg.TaskConfig):
       default_factory=lambda: cfg.DataConfig(is_training=False))
   skip_non_finite_batches: bool = False
 
-  def validate(self):
-    """The encoder config and the objectives' weights, in one clear error
-    each, before a trainer is made."""
-    super().validate()
-    self.model.validate()
-    build_objectives(self)
-
   def active_objectives(self) -> Dict[str, objective_base.ObjectiveConfig]:
     """{name: config} of the objectives with a weight above 0."""
     return {name: getattr(self.objectives, name)
             for name in self.objectives.names()
             if getattr(self.objectives, name).weight > 0}
-
-  def validate_inputs(self, mode: str) -> None:
-    """Checks the config and the data `mode` reads, before a run starts."""
-    for objective in build_objectives(self).values():
-      objective.validate(mode)
 
 
 def build_objectives(config: SentenceEncoderTaskConfig
@@ -97,13 +90,13 @@ def build_objectives(config: SentenceEncoderTaskConfig
 
 
 class SentenceEncoderModel(tf_keras.Model):
-  """The shared `SentenceEncoder`, each objective's head and state.
+  """The shared `SiameseEncoder`, each objective's head and state.
 
   `call` runs each objective whose features the batch carries; outputs are
   nested by objective name.
   """
 
-  def __init__(self, encoder: SentenceEncoder,
+  def __init__(self, encoder: SiameseEncoder,
                objectives: Dict[str, objective_base.Objective], **kwargs):
     super().__init__(**kwargs)
     self.encoder = encoder
@@ -153,9 +146,13 @@ class SentenceEncoderTask(base_task.Task):
   """Weighted objectives over one sentence encoder, one train step."""
 
   def __init__(self, params: SentenceEncoderTaskConfig, logging_dir=None,
-               name=None):
+               name=None,
+               objectives: Optional[Dict[str, objective_base.Objective]] = None):
+    """`objectives`: the run's, built once (`training.train.prepare`);
+    built from `params` when not given (Model Garden's `task_factory`)."""
     super().__init__(params, logging_dir=logging_dir, name=name)
-    self.objectives = build_objectives(params)
+    self.objectives = (objectives if objectives is not None
+                       else build_objectives(params))
 
   @property
   def examples_per_step(self) -> int:
@@ -165,9 +162,7 @@ class SentenceEncoderTask(base_task.Task):
 
   def build_model(self) -> SentenceEncoderModel:
     config = self.task_config
-    check_vocab_matches_encoder(config.tokenization.vocab_file,
-                                config.model.encoder.vocab_size)
-    encoder = model_builder.build_sentence_encoder(
+    encoder = model_builder.build_siamese_encoder(
         config.model, seq_length=config.tokenization.seq_length)
     return SentenceEncoderModel(encoder, self.objectives,
                                 name="sentence_encoder_model")
@@ -189,6 +184,33 @@ class SentenceEncoderTask(base_task.Task):
       raise ValueError("No objective of task.objectives has validation data "
                        "(validation_data.input_path); nothing to evaluate.")
     return tf.data.Dataset.zip(datasets)
+
+  def train_step(self, inputs, model: SentenceEncoderModel,
+                 optimizer: tf_keras.optimizers.Optimizer, metrics=None):
+    """One replica's forward and backward pass; applies nothing.
+
+    Returns:
+      (loss, gradients): the replica's loss L (`build_losses`) and the
+      gradients of L / num_replicas with respect to
+      `model.trainable_variables` (replicas' gradients add up, as in Model
+      Garden's step; a `LossScaleOptimizer`'s scale is applied to the loss
+      and taken out of the gradients). `metrics` are updated.
+    """
+    with tf.GradientTape() as tape:
+      outputs = model(inputs, training=True)
+      loss = self.build_losses(labels=inputs, model_outputs=outputs,
+                               aux_losses=model.losses)
+      scaled_loss = loss / tf.distribute.get_strategy().num_replicas_in_sync
+      scaled = isinstance(optimizer,
+                          tf_keras.mixed_precision.LossScaleOptimizer)
+      if scaled:
+        scaled_loss = optimizer.get_scaled_loss(scaled_loss)
+    gradients = tape.gradient(scaled_loss, model.trainable_variables)
+    if scaled:
+      gradients = optimizer.get_unscaled_gradients(gradients)
+    if metrics:
+      self.process_metrics(metrics, inputs, outputs)
+    return loss, gradients
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
     """sum_k weight_k * L_k over the objectives in `model_outputs`."""
@@ -243,24 +265,10 @@ class SentenceEncoderTask(base_task.Task):
     objective's `after_initialize` hook. Runs only when a run starts fresh."""
     path = self.task_config.init_checkpoint
     if path:
-      if tf.io.gfile.isdir(path):
-        path = tf.train.latest_checkpoint(path)
-      if not path:
-        raise ValueError("task.init_checkpoint="
-                         f"{self.task_config.init_checkpoint} holds no "
-                         "checkpoint.")
-      restore_items(model, path, required=("encoder",))
+      restore_items(model, checkpoints.resolve(path), required=("encoder",))
     for name, objective in model.objectives.items():
       objective.after_initialize(model.encoder, model.heads.get(name),
                                  model.states.get(name))
-
-
-def checkpoint_item_names(checkpoint_path: str) -> set:
-  """The top-level item names a checkpoint holds (encoder, cmlm_head, ...)."""
-  names = set()
-  for key, _ in tf.train.list_variables(checkpoint_path):
-    names.add(key.split("/", 1)[0])
-  return names
 
 
 def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
@@ -268,10 +276,11 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
   """Restores the named items of `model` that `checkpoint_path` holds.
 
   Every item in `required` must be there; every variable of a restored item
-  must be found (`assert_existing_objects_matched`). Returns the names of
-  the restored items.
+  must be found (`assert_existing_objects_matched`), but for the encoder's
+  parts that the checkpoint lacks, which start fresh
+  (`checkpoints.encoder_view`). Returns the names of the restored items.
   """
-  available = checkpoint_item_names(checkpoint_path)
+  available = checkpoints.item_names(checkpoint_path)
   missing = [name for name in required if name not in available]
   if missing:
     raise ValueError(f"The checkpoint {checkpoint_path} has no "
@@ -279,14 +288,12 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
                      f"{', '.join(sorted(available)) or 'nothing'}).")
   items = {name: item for name, item in model.checkpoint_items.items()
            if name in available}
-  if "encoder" in items and not lens_in_checkpoint(model.encoder,
-                                                   checkpoint_path):
-    # A lens run starting from a core without that lens (contextual lensing:
-    # an imported BERT, a CMLM run): the core alone is restored and the lens
-    # starts from its initialisation.
-    items["encoder"] = encoder_core(model.encoder)
-    print(f"The lens of model.lens starts fresh on the core of "
-          f"{checkpoint_path}.", flush=True)
+  if checkpoints.ENCODER in items:
+    items[checkpoints.ENCODER], fresh = checkpoints.encoder_view(
+        model.encoder, checkpoint_path, allow_fresh=True)
+    for part in fresh:
+      print(f"The encoder's {part} starts fresh: {checkpoint_path} has "
+            "none.", flush=True)
   status = tf.train.Checkpoint(**items).read(checkpoint_path)
   status.expect_partial().assert_existing_objects_matched()
   logging.info("Restored %s from %s.", ", ".join(sorted(items)),
@@ -294,25 +301,6 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
   print(f"Started from {checkpoint_path}: {', '.join(sorted(items))}.",
         flush=True)
   return sorted(items)
-
-
-def lens_in_checkpoint(encoder: SentenceEncoder, checkpoint_path: str
-                       ) -> bool:
-  """Whether `checkpoint_path` holds `encoder`'s lens variables (True when
-  the encoder has no lens with variables: nothing is missing)."""
-  if encoder.lens is None or not encoder.lens.weights:
-    return True
-  return any(key.startswith("encoder/lens/")
-             for key, _ in tf.train.list_variables(checkpoint_path))
-
-
-def encoder_core(encoder: SentenceEncoder) -> tf.train.Checkpoint:
-  """The `encoder` checkpoint item without the lens: the transformer and
-  projection head under their names in a `SentenceEncoder`."""
-  parts = dict(transformer=encoder.transformer)
-  if encoder.projection_head is not None:
-    parts["projection_head"] = encoder.projection_head
-  return tf.train.Checkpoint(**parts)
 
 
 def check_vocab_matches_encoder(vocab_file: str, vocab_size: int):

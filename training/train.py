@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import orbit
 import tensorflow as tf
@@ -36,16 +36,18 @@ from official.core import train_lib
 from official.core import train_utils
 from official.modeling import hyperparams
 from official.modeling import performance
-from data_pipelines import unk_rate
-from training import best_checkpoint
-from training import fault_tolerance
-from training import run_dir
-from training import run_lock
-from training import task as task_lib
-from training.trainer import CmlmTrainer
+from cmlm.data_pipelines import unk_rate
+from cmlm.objectives import base as objective_base
+from cmlm.training import best_checkpoint
+from cmlm.training import fault_tolerance
+from cmlm.training import run_dir
+from cmlm.training import run_lock
+from cmlm.training import task as task_lib
+from cmlm.training import checkpoints
+from cmlm.training.strategies import PRECISIONS
+from cmlm.training.strategies import STRATEGIES
+from cmlm.training.trainer import SentenceEncoderTrainer
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
-PRECISIONS = ("float32", "float16", "bfloat16")
 
 
 class ProgressReporter:
@@ -97,8 +99,8 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
   `params_override` (`a.b=c,...` or YAML), then `strategy`
   (runtime.distribution_strategy) and `tpu` (runtime.tpu). A run that
   `task.init_checkpoint` names gives its encoder config (see
-  `adopt_init_checkpoint_encoder`). Validated, and locked unless `lock` is
-  False.
+  `adopt_init_checkpoint_encoder`). Locked unless `lock` is False. The
+  config is checked once, by `prepare`, when the run starts.
   """
   if not experiment:
     raise ValueError("--experiment is required, e.g. --experiment=cmlm/tiny.")
@@ -123,7 +125,6 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
     params.override({"runtime": {"tpu": tpu}})
   adopt_init_checkpoint_encoder(params)
   params.validate()
-  params.task.validate()
   if lock:
     params.lock()
   return params
@@ -148,41 +149,45 @@ def registered_experiments() -> list:
 def adopt_init_checkpoint_encoder(params) -> None:
   """A run starts with the encoder of the run it starts from.
 
-  When `task.init_checkpoint` is a run of ours (params.yaml beside it), its
-  `task.model` replaces the experiment's (the encoder must be that run's to
-  be restored; its dropout rates, and a lens with `trainable_core`, stay the
-  experiment's), and an unset `task.tokenization.vocab_file` takes that run's
-  vocabulary, casing and text normalization (the sequence length stays the
-  experiment's). NLI fine-tuning (cmlm/xnli) thus needs only the run and the
-  data.
+  When `task.init_checkpoint` is a run of ours (params.yaml beside the
+  checkpoint), its `task.model` replaces the experiment's: the transformer
+  must be that run's to be restored. What the experiment trains on top
+  stays the experiment's: its dropout rates, its pooling head and frozen
+  core when it sets them, and its CMLM projection head (`num_projections`;
+  0 for a method that trains none), unless the source's embedding reads its
+  projections ("proj"). A part the source lacks starts fresh
+  (`checkpoints.encoder_view`); one the experiment lacks is not read. An unset
+  `task.tokenization.vocab_file` takes that run's vocabulary, casing and
+  text normalization (the sequence length stays the experiment's). NLI
+  fine-tuning (cmlm/xnli) thus needs only the run and the data.
   """
   task = params.task
   if not getattr(task, "init_checkpoint", ""):
     return
-  source_dir = task.init_checkpoint
-  if not tf.io.gfile.isdir(source_dir):
-    source_dir = os.path.dirname(source_dir)
+  try:
+    source_dir = os.path.dirname(checkpoints.resolve(task.init_checkpoint))
+  except FileNotFoundError:
+    return  # `prepare` says so, in one line, when the run starts
   if not run_dir.is_run_dir(source_dir):
     return
   source = run_dir.load_params(source_dir).task
   if task.model.as_dict() == source.model.as_dict() and (
       task.tokenization.vocab_file):
     return
-  # Dropout rates are a training choice, not part of the weights: they stay
-  # the experiment's (SimCSE's dropout-off check sets them to 0).
-  dropout = {key: getattr(task.model.encoder, key)
-             for key in ("dropout_rate", "attention_dropout_rate")}
-  # A lens and a frozen core are what a lensing run trains on top of the
-  # source (Kiros et al. 2020): they stay the experiment's too, unless the
-  # experiment has none.
-  lensing = {key: task.model.as_dict()[key]
-             for key in ("lens", "trainable_core")}
+  own = task.model.as_dict()
+  kept = {"encoder": {key: own["encoder"][key] for key in
+                      ("dropout_rate", "attention_dropout_rate")}}
+  kept_names = ["its dropout rates"]
+  if own["pooling_head"]["type"] != "none" or not own["trainable_core"]:
+    kept.update(pooling_head=own["pooling_head"],
+                trainable_core=own["trainable_core"])
+    kept_names.append("pooling head and trainable_core")
+  if source.model.sentence_representation != "proj":
+    kept["num_projections"] = own["num_projections"]
+    kept_names.append("num_projections")
   task.model.override(source.model.as_dict(), is_strict=True)
-  task.model.encoder.override(dropout, is_strict=True)
-  taken = "task.model (but its dropout rates)"
-  if lensing["lens"]["type"] != "none" or not lensing["trainable_core"]:
-    task.model.override(lensing, is_strict=True)
-    taken = "task.model (but its dropout rates, lens and trainable_core)"
+  task.model.override(kept, is_strict=True)
+  taken = f"task.model (but {', '.join(kept_names)})"
   if not task.tokenization.vocab_file:
     task.tokenization.override(
         {key: getattr(source.tokenization, key) for key in
@@ -192,11 +197,42 @@ def adopt_init_checkpoint_encoder(params) -> None:
         "starts from.", flush=True)
 
 
-def check_training_text(task_config) -> None:
+@dataclasses.dataclass
+class PreparedRun:
+  """A run's description, built and checked once (`prepare`), then passed
+  down: the locked config, the mode, and the objectives the task trains."""
+  params: cfg.ExperimentConfig
+  mode: str
+  objectives: Dict[str, objective_base.Objective]
+
+
+def prepare(params: cfg.ExperimentConfig, mode: str = "train"
+            ) -> PreparedRun:
+  """Builds the run's objectives once and checks, before anything is
+  written, everything the run will read: the model config, each
+  objective's weight, config and the data `mode` reads, the vocabulary
+  against the embedding table, `task.init_checkpoint`, and (training) the
+  tokenization against a sample of the training text. One clear error each.
+  """
+  task_config = params.task
+  task_config.model.validate()
+  objectives = task_lib.build_objectives(task_config)
+  for objective in objectives.values():
+    objective.validate(mode)
+  task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
+                                       task_config.model.encoder.vocab_size)
+  if task_config.init_checkpoint:
+    checkpoints.resolve(task_config.init_checkpoint)
+  if "train" in mode:
+    check_training_text(task_config, objectives)
+  return PreparedRun(params, mode, objectives)
+
+
+def check_training_text(task_config, objectives) -> None:
   """Tokenizes a sample of each objective's training text with the run's
   tokenization and prints its [UNK] rate; refuses a vocabulary of the wrong
   casing (`data_pipelines.unk_rate.check`)."""
-  for name, objective in task_lib.build_objectives(task_config).items():
+  for name, objective in objectives.items():
     data = objective.config.train_data
     sentences = objective.text_sample(data, unk_rate.SAMPLE_SENTENCES)
     source = f"{name}'s training data"
@@ -294,7 +330,7 @@ class _WorkerCheckpointManager(tf.train.CheckpointManager):
 @dataclasses.dataclass
 class TrainResult:
   model: tf_keras.Model
-  trainer: CmlmTrainer
+  trainer: SentenceEncoderTrainer
   progress: Optional[ProgressReporter]
   best: Optional[best_checkpoint.BestCheckpointSelector] = None
 
@@ -304,9 +340,9 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
         ) -> TrainResult:
   """Trains (and/or evaluates) `params` in `model_dir`.
 
-  Training takes `model_dir`'s lock (`run_lock`; the chief only) before
-  writing anything, and checks the tokenization against a sample of the
-  training text (`check_training_text`).
+  `params` is an experiment config, checked here by `prepare`, or a
+  `PreparedRun` already checked. Training takes `model_dir`'s lock
+  (`run_lock`; the chief only) before writing anything.
 
   With `best_checkpoint_scorer` (embeddings function -> score), training
   scores the encoder every `trainer.validation_interval` steps and keeps the
@@ -326,29 +362,33 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
   if not model_dir:
     raise ValueError("--model_dir is required: checkpoints and summaries go "
                      "there, and a run resumes from it.")
-  task_config = params.task
-  task_config.validate_inputs(mode)
-  selecting = best_checkpoint_scorer is not None and "train" in mode
-  if selecting:
-    best_checkpoint.check_config(params.trainer)
-  # Our SIGTERM handling replaces Model Garden's on-demand preemption
-  # checkpoints (which keep the process running after the save).
-  runner_params = copy.deepcopy(params)
-  runner_params.trainer.preemption_on_demand_checkpoint = False
+  if isinstance(params, PreparedRun):
+    prepared, params, mode = params, params.params, params.mode
+  else:
+    prepared = None
   with contextlib.ExitStack() as stack:
     stack.enter_context(mixed_precision(params.runtime.mixed_precision_dtype))
+    # The strategy comes first: a multi-worker one must be made before any
+    # TensorFlow op runs, and `prepare` tokenizes text.
     strategy = strategy or make_strategy(params)
+    prepared = prepared or prepare(params, mode)
+    selecting = best_checkpoint_scorer is not None and "train" in mode
+    if selecting:
+      best_checkpoint.check_config(params.trainer)
+    # Our SIGTERM handling replaces Model Garden's on-demand preemption
+    # checkpoints (which keep the process running after the save).
+    runner_params = copy.deepcopy(params)
+    runner_params.trainer.preemption_on_demand_checkpoint = False
     chief = strategy.extended.should_checkpoint
     if chief and "train" in mode:
       # One writer per run directory, before anything is written there.
       stack.enter_context(run_lock.hold(model_dir))
-    if "train" in mode:
-      check_training_text(task_config)
     with strategy.scope():
-      task = task_factory.get_task(task_config, logging_dir=model_dir)
+      task = task_factory.get_task(params.task, logging_dir=model_dir,
+                                   objectives=prepared.objectives)
       trainer = train_utils.create_trainer(
           params, task, train="train" in mode, evaluate="eval" in mode,
-          trainer_cls=CmlmTrainer)
+          trainer_cls=SentenceEncoderTrainer)
     if chief:
       train_utils.serialize_config(params, model_dir)
     progress = best = None

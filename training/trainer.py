@@ -1,13 +1,17 @@
 """Model Garden's trainer, with throughput, XLA on any device and fault guards.
 
-`CmlmTrainer` is `base_trainer.Trainer` with:
+`SentenceEncoderTrainer` is `base_trainer.Trainer` whose step is, in order:
+the task's `train_step` (forward and backward pass of one replica, returning
+the loss and gradients), the non-finite guard, the optimizer update, then
+each objective's `after_update` hook. Beside that step it adds:
   * `examples_per_second` (global batch x steps / wall time of the loop) in
     each loop's logs, which orbit writes to TensorBoard;
   * `runtime.enable_xla` honoured on CPUs too (Model Garden compiles only on
     GPUs): the forward and backward pass of the task's own `train_step` runs
     under `tf.function(jit_compile=True)`;
-  * a non-finite guard: a step whose loss or gradient is not finite (on any
-    replica) updates nothing, and runs no objective's `after_update` hook; at the end of the loop training stops with
+  * the non-finite guard: a step whose loss or gradient is not finite (on
+    any replica) updates nothing and runs no objective's `after_update`
+    hook; at the end of the loop training stops with
     `NonFiniteTrainingError` naming the step, before any checkpoint is saved,
     or, with `task.skip_non_finite_batches`, the step is skipped and counted
     (`skipped_batches` in the logs);
@@ -28,15 +32,25 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from training import fault_tolerance
+from cmlm.training import fault_tolerance
 from official.core import base_trainer
+
+
+def apply_update(model, optimizer, gradients) -> None:
+  """The update after a finite step: the optimizer applies `gradients` to
+  `model.trainable_variables`, then each objective's `after_update` hook
+  runs (momentum copies, queues)."""
+  optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+  after_update = getattr(model, "after_update", None)
+  if after_update is not None:
+    after_update()
 
 
 def _skips_non_finite(config) -> bool:
   return bool(getattr(config.task, "skip_non_finite_batches", False))
 
 
-class CmlmTrainer(base_trainer.Trainer):
+class SentenceEncoderTrainer(base_trainer.Trainer):
   """`base_trainer.Trainer` + examples/s, XLA, non-finite guard, input state."""
 
   first_step_of_run = None  # the step this process started (or resumed) at
@@ -139,21 +153,15 @@ class CmlmTrainer(base_trainer.Trainer):
     return logs
 
   def _forward_backward_step(self, inputs):
-    """The task's train step up to, not including, the update (a replica)."""
-    update = fault_tolerance.DeferredUpdate(self.optimizer)
-    logs = self.task.train_step(inputs, model=self.model, optimizer=update,
+    """The task's train step: (loss, gradients) of one replica."""
+    return self.task.train_step(inputs, model=self.model,
+                                optimizer=self.optimizer,
                                 metrics=self.train_metrics)
-    return logs[self.task.loss], update.gradients
 
   def _apply(self, gradients):
-    """The optimizer update, then each objective's `after_update` hook
-    (momentum copies, queues), in the same branch: a skipped non-finite
-    batch runs neither."""
-    self.optimizer.apply_gradients(
-        zip(gradients, self.model.trainable_variables))
-    after_update = getattr(self.model, "after_update", None)
-    if after_update is not None:
-      after_update()
+    """`apply_update` in the finite branch: a skipped non-finite batch runs
+    neither the update nor the hooks."""
+    apply_update(self.model, self.optimizer, gradients)
 
   def _check_and_log(self, loss, gradients):
     # A LossScaleOptimizer skips non-finite gradients itself, lowering its

@@ -22,6 +22,6 @@ def main(argv) -> None:
   if FLAGS.train_steps is not None and FLAGS.train_steps < 1:
     raise ValueError(f"--train_steps must be 1 or more, got "
                      f"{FLAGS.train_steps}.")
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import demo  # pylint: disable=g-import-not-at-top
   demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)

@@ -72,7 +72,7 @@ flags.DEFINE_bool("overwrite", False, "Replace --output when it exists.",
 
 def main(argv) -> None:
   flag_parsing.parse("encode", __doc__, FLAGS, argv)
-  from export import encode_files  # pylint: disable=g-import-not-at-top
+  from cmlm.export import encode_files  # pylint: disable=g-import-not-at-top
   embeddings = encode_files.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,
       normalize=FLAGS.normalize, overwrite=FLAGS.overwrite,

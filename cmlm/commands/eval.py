@@ -22,10 +22,10 @@ flags.DEFINE_string("checkpoint", None, "With a training --model: a "
                     "the latest).", flag_values=FLAGS)
 flags.DEFINE_string("tasks", None, "Comma-separated tasks (sts12..sts16, "
                     "sts-b, sick-r, mr, cr, subj, mpqa, sst2, trec, mrpc, "
-                    "sick-e, tatoeba, mining, langdist, ulr_word, "
-                    "ulr_phrase, ulr_sentence, word_analogy) or groups (sts, "
-                    "transfer, multilingual, analogy, all).",
-                    flag_values=FLAGS)
+                    "sick-e, tatoeba, mining, langdist, and those the "
+                    "projects register) or groups (sts, transfer, "
+                    "multilingual, all, and the projects'); an unknown name "
+                    "lists every registered one.", flag_values=FLAGS)
 flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
                      flag_values=FLAGS)
 flags.DEFINE_string("data_dir", None, "Root of the benchmark files in "
@@ -60,8 +60,8 @@ flags.DEFINE_bool("tatoeba_pcr", False, "tatoeba: remove each language's "
                   flag_values=FLAGS)
 flags.DEFINE_float("binary_threshold", None, "tatoeba, sts-b, sick-r: also "
                    "score by Hamming and Jaccard on the binary vectors "
-                   "default >= T (a lens's sparse codes, Kiros et al. 2020: "
-                   "T=1.0), with their active fraction; needs the raw "
+                   "default >= T (the sparse codes of a ReLU pooling head; "
+                   "Kiros et al. 2020 use T=1.0), with their active fraction; needs the raw "
                    "embedding (a run, or encoder + preprocessor).",
                    flag_values=FLAGS)
 flags.DEFINE_string("langdist_pool", None, "langdist: LANG=FILE,... "
@@ -73,9 +73,9 @@ flags.DEFINE_integer("langdist_size", 200, "langdist: sentences per language "
 
 def main(argv) -> dict:
   flag_parsing.parse("eval", __doc__, FLAGS, argv)
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from evaluation import runner  # pylint: disable=g-import-not-at-top
-  from evaluation.task_data import EvalOptions  # pylint: disable=g-import-not-at-top
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.evaluation import runner  # pylint: disable=g-import-not-at-top
+  from cmlm.evaluation.task_data import EvalOptions  # pylint: disable=g-import-not-at-top
   options = EvalOptions(
       model=FLAGS.model or "", report_dir=FLAGS.report_dir,
       bitext_dir=FLAGS.bitext_dir or runner.DEFAULT_BITEXT_DIR,

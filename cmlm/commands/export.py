@@ -3,11 +3,15 @@ Serving text-to-embedding SavedModel (export/exporter.py).
 
     python -m cmlm export --model_dir=runs/tiny --export_dir=exports/tiny \
         [--checkpoint=runs/tiny/ckpt-N] [--version=N] [--overwrite] \
-        [--eval_report=runs/tiny/eval] [--package_dir=hub/tiny]
+        [--eval_report=runs/tiny/eval] [--package_dir=hub/tiny] \
+        [--model_name=cmlm-en-base] [--dataset_name=wikipedia] \
+        [--license=apache-2.0] [--language=en]
 
-Each export carries a model card, README.md (export/model_card.py);
---package_dir also packs the export as .tar.gz archives for TF-Hub and
-Kaggle Models (export/packaging.py).
+Each export carries a model card, README.md (export/model_card.py), that
+names no path of this machine; --model_name, --dataset_name, --license and
+--language state what the run cannot tell. --package_dir also packs the
+export as .tar.gz archives for TF-Hub and Kaggle Models
+(export/packaging.py), which needs a license.
 """
 import os
 
@@ -44,20 +48,63 @@ flags.DEFINE_string("package_dir", None, "Also pack the published export "
                     "archive's root, as TF-Hub and Kaggle Models take them), "
                     "README.md and Kaggle's metadata JSON.", flag_values=FLAGS)
 
+flags.DEFINE_string("model_name", None, "The model's name on a hub, e.g. "
+                    "cmlm-en-base or owner/cmlm-en-base: the card's title, "
+                    "its model-index name and the Kaggle slug (default: the "
+                    "run directory's name).", flag_values=FLAGS)
+flags.DEFINE_multi_string("dataset_name", None, "The training data by name, "
+                          "for the card and Kaggle's trainingData: NAME for "
+                          "every objective or OBJECTIVE=NAME for one; "
+                          "repeat for several (default: the file names of "
+                          "each objective's input_path; for an import, the "
+                          "datasets its source's model card lists)",
+                          flag_values=FLAGS)
+flags.DEFINE_string("license", None, "The weights' license, an SPDX id such "
+                    "as apache-2.0, mit or cc-by-4.0. Default: for a run of "
+                    "`python -m cmlm import`, the license its source's model "
+                    "card states; otherwise 'unknown', which the card says "
+                    "plainly and --package_dir refuses. There is no other "
+                    "default because a model's terms follow from its "
+                    "training data's, which only you know; the license of "
+                    "the code that trained it does not carry over to the "
+                    "weights.",
+                    flag_values=FLAGS)
+flags.DEFINE_list("language", None, "The languages the model reads, ISO 639 "
+                  "codes (en, or en,de,fr) or 'multilingual'. Default: for "
+                  "an import, its source's; otherwise 'multilingual' when "
+                  "the run trains bitext retrieval or its vocabulary is "
+                  "mostly outside ASCII, else 'en' (the card says it was "
+                  "guessed).", flag_values=FLAGS)
+
+
+def card_options():
+  """The card's flags, checked: one error line for a bad value."""
+  from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
+  return card_facts.check_options(card_facts.CardOptions(
+      model_name=FLAGS.model_name or "",
+      dataset_names=tuple(FLAGS.dataset_name or ()),
+      license=FLAGS.license or "", languages=tuple(FLAGS.language or ())))
+
 
 def main(argv) -> None:
   flag_parsing.parse("export", __doc__, FLAGS, argv)
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from export import exporter  # pylint: disable=g-import-not-at-top
-  from export import packaging  # pylint: disable=g-import-not-at-top
-  from training import atomic  # pylint: disable=g-import-not-at-top
+  options = card_options()  # before TensorFlow loads, and before any work
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
+  from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
+  from cmlm.export import packaging  # pylint: disable=g-import-not-at-top
+  from cmlm.training import atomic  # pylint: disable=g-import-not-at-top
   if FLAGS.package_dir:  # refused before the export, not after
     atomic.check_writable([FLAGS.package_dir], FLAGS.overwrite)
+    model_dir = FLAGS.model_dir or os.path.dirname(
+        (FLAGS.checkpoint or "").rstrip("/"))
+    packaging.check_license(card_facts.default_license(model_dir, options))
   result = exporter.export_run(
       FLAGS.model_dir, FLAGS.export_dir, checkpoint=FLAGS.checkpoint,
       version=FLAGS.version, overwrite=FLAGS.overwrite,
       normalize=FLAGS.normalize, export_mlm=FLAGS.export_mlm,
-      eval_report=FLAGS.eval_report, write_card=FLAGS.model_card)
+      eval_report=FLAGS.eval_report, write_card=FLAGS.model_card,
+      card_options=options)
   print(f"Exported {result.checkpoint_path} (step {result.step}):\n"
         f"  encoder       {result.encoder_dir}\n"
         f"  preprocessor  {result.preprocessor_dir}\n"

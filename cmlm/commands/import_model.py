@@ -4,7 +4,12 @@ from (training/import_run.py).
 
     python -m cmlm import --source=SRC --model_dir=OUT \
         [--format=huggingface|model_garden] [--vocab_file=V] [--seq_length=N] \
-        [--lower_case|--nolower_case] [--overwrite]
+        [--lower_case|--nolower_case] [--overwrite] \
+        [--source_name=sentence-transformers/all-MiniLM-L6-v2] \
+        [--source_license=apache-2.0]
+
+The run records the source's name and license (import_info.json), which
+the model card of its export credits.
 """
 from absl import flags
 
@@ -28,14 +33,29 @@ flags.DEFINE_bool("lower_case", None, "Lower-case the text (default: as the "
                   "source's tokenizer does).", flag_values=FLAGS)
 flags.DEFINE_bool("overwrite", False, "Replace --model_dir when it exists.",
                   flag_values=FLAGS)
+flags.DEFINE_string("source_name", None, "The source's name for the model "
+                    "card, e.g. sentence-transformers/all-MiniLM-L6-v2 (an "
+                    "owner/name gives the card a Hugging Face link). "
+                    "Default: a Hugging Face cache's owner/name, else the "
+                    "title of the source's README.md, else its directory's "
+                    "name; never a path.", flag_values=FLAGS)
+flags.DEFINE_string("source_license", None, "The source's license, an SPDX "
+                    "id such as apache-2.0 (default: the license its "
+                    "README.md's front matter states, if any).",
+                    flag_values=FLAGS)
 
 
 def main(argv) -> None:
   flag_parsing.parse("import", __doc__, FLAGS, argv)
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from training import import_run  # pylint: disable=g-import-not-at-top
+  source_license = FLAGS.source_license
+  if source_license:  # one line for a bad value, before any work
+    from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
+    source_license = card_facts.license_id(source_license, "--source_license")
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.training import import_run  # pylint: disable=g-import-not-at-top
   result = import_run.import_model(
       FLAGS.source, FLAGS.model_dir, source_format=FLAGS.format,
       vocab_file=FLAGS.vocab_file, lower_case=FLAGS.lower_case,
-      seq_length=FLAGS.seq_length, overwrite=FLAGS.overwrite)
+      seq_length=FLAGS.seq_length, overwrite=FLAGS.overwrite,
+      source_name=FLAGS.source_name, source_license=source_license)
   print(import_run.describe(result))

@@ -22,7 +22,7 @@ flags.DEFINE_string("checkpoint", None, "A checkpoint prefix, e.g. "
 
 def main(argv) -> None:
   flag_parsing.parse("pcr", __doc__, FLAGS, argv)
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import pcr  # pylint: disable=g-import-not-at-top
   pcr.fit_for_model(FLAGS.model_dir, FLAGS.input, FLAGS.sample_size,
                     FLAGS.checkpoint)

@@ -30,8 +30,8 @@ flags.DEFINE_list("stage_steps", None, "Training steps of each stage "
 
 def main(argv) -> None:
   flag_parsing.parse("stages", __doc__, FLAGS, argv)
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from training import stages  # pylint: disable=g-import-not-at-top
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.training import stages  # pylint: disable=g-import-not-at-top
   try:
     steps = FLAGS.stage_steps and [int(n) for n in FLAGS.stage_steps]
   except ValueError:

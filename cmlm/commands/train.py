@@ -23,10 +23,10 @@ from absl import logging
 
 from cmlm.commands import flag_parsing
 from cmlm.commands import training_exits
+from cmlm.training.strategies import STRATEGIES
 
 MODEL_GARDEN_FLAGS = ("experiment", "config_file", "params_override", "mode",
                       "model_dir", "tpu")
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 FLAGS = flag_parsing.command_flags(__name__)
 flag_parsing.define_model_garden_flags(FLAGS, MODEL_GARDEN_FLAGS)
@@ -43,15 +43,15 @@ flags.DEFINE_string("eval_data_dir", None,
 
 def main(argv) -> None:
   flag_parsing.parse("train", __doc__, FLAGS, argv)
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from training import train  # pylint: disable=g-import-not-at-top
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.training import train  # pylint: disable=g-import-not-at-top
   params = train.build_params(FLAGS.experiment, FLAGS.config_file or (),
                               FLAGS.params_override, FLAGS.strategy, FLAGS.tpu)
   logging.info("Experiment %s, strategy %s, model_dir %s", FLAGS.experiment,
                params.runtime.distribution_strategy, FLAGS.model_dir)
   scorer = None
   metric = params.trainer.best_checkpoint_eval_metric
-  from evaluation import model_selection  # pylint: disable=g-import-not-at-top
+  from cmlm.evaluation import model_selection  # pylint: disable=g-import-not-at-top
   if metric and model_selection.is_task(metric):
     scorer = model_selection.task_scorer(metric, FLAGS.eval_data_dir)
   with training_exits.training_exits("train"):

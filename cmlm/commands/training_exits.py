@@ -13,7 +13,7 @@ def training_exits(command: str):
   that could not be saved (e.g. a full disk; its temporary files removed): 2.
   """
   # Imported here: `--help` and flag errors answer before TensorFlow loads.
-  from training import fault_tolerance  # pylint: disable=g-import-not-at-top
+  from cmlm.training import fault_tolerance  # pylint: disable=g-import-not-at-top
   try:
     yield
   except fault_tolerance.TrainingPreempted as stopped:

@@ -29,8 +29,8 @@ def main(argv) -> None:
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("vocab needs --input=CORPUS and --output=VOCAB_FILE.")
   # pylint: disable=g-import-not-at-top
-  from data_pipelines import multilingual_vocab
-  from data_pipelines import vocabulary
+  from cmlm.data_pipelines import multilingual_vocab
+  from cmlm.data_pipelines import vocabulary
   # pylint: enable=g-import-not-at-top
   if "=" in FLAGS.input:
     multilingual_vocab.build_vocab_from_language_corpora(

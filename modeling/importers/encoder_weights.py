@@ -101,7 +101,7 @@ def infer_encoder_config(weights: Dict[str, np.ndarray], **overrides
 def assign_weights(encoder, weights: Dict[str, np.ndarray],
                    masked_lm: Optional[tf_keras.layers.Layer] = None
                    ) -> List[str]:
-  """Copies `weights` into a built `SentenceEncoder` (and CMLM's MLM head).
+  """Copies `weights` into a built `SiameseEncoder` (and CMLM's MLM head).
 
   Every transformer variable but BERT's pooler must be in `weights` with its
   exact shape; the pooler and the MLM head (`masked_lm`, when given) are

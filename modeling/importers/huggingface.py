@@ -33,8 +33,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from modeling.importers import encoder_weights
-from modeling.importers import weight_files
+from cmlm.modeling.importers import encoder_weights
+from cmlm.modeling.importers import weight_files
 
 CONFIG = "config.json"
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",

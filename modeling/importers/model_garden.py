@@ -23,7 +23,7 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from modeling.importers import encoder_weights
+from cmlm.modeling.importers import encoder_weights
 
 _SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 _ROOT = re.compile(r"^(.*?)(_embedding_layer|layer_with_weights-0)/embeddings"

@@ -1,5 +1,5 @@
 """The demo's measures on toy models whose answer is known."""
-import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 import numpy as np
 import pytest

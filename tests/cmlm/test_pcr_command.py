@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from cmlm import pcr
-from data_pipelines import tokenization
-from modeling import principal_component_removal
+from cmlm.modeling import embedder
+from cmlm.data_pipelines import tokenization
+from cmlm.modeling import principal_component_removal
 from tests.training import import_helpers as tiny_bert
 
 
@@ -51,7 +52,7 @@ def test_components_round_trip_through_the_serving_export(trained_dir,
                                                           tmp_path):
   """`serving_pcr` removes the fitted component of each sentence's language."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from export import exporter  # pylint: disable=g-import-not-at-top
+  from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
   en = _lines(tmp_path / "en.txt", [f"the house number {i} ." for i in
                                     range(20)])
   up = _lines(tmp_path / "up.txt", [f"THE LETTER {i} !" for i in range(20)])
@@ -88,8 +89,8 @@ HF_SAMPLES = {
 def huggingface_run(tmp_path_factory):
   """A tiny Hugging Face BERT imported as a run (text_normalization
   "huggingface", as the exported preprocessor then serves it)."""
-  from experiments import registry  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from training import import_run  # pylint: disable=g-import-not-at-top
+  from cmlm.experiments import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.training import import_run  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp("pcr_hf")
   tiny_bert.write_tiny_bert(str(root / "hf"))
   result = import_run.import_model(str(root / "hf"), str(root / "model"))
@@ -109,7 +110,7 @@ def test_components_are_fitted_under_the_runs_text_normalization(
     huggingface_run, tmp_path):
   """pcr embeds with the run's tokenization (task.tokenization), text
   normalization included: the components the exported model serves."""
-  from training import run_dir  # pylint: disable=g-import-not-at-top
+  from cmlm.training import run_dir  # pylint: disable=g-import-not-at-top
   params = run_dir.load_params(huggingface_run)
   encoder = run_dir.restore_encoder(
       params, run_dir.find_checkpoint(huggingface_run))
@@ -120,8 +121,8 @@ def test_components_are_fitted_under_the_runs_text_normalization(
         config.vocab_file, config.seq_length, lower_case=config.lower_case,
         text_normalization=text_normalization)
     return tokenizer, principal_component_removal.LanguageComponents.fit({
-        lang: run_dir.embed_sentences(encoder, tokenizer, sentences,
-                                      normalize=False)
+        lang: embedder.encoder_embedder(encoder, tokenizer).embed(
+            sentences, batch_size=256)
         for lang, sentences in HF_SAMPLES.items()})
 
   hf_tokenizer, expected = fitted_under("huggingface")

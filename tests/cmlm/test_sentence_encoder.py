@@ -10,7 +10,7 @@ import pytest
 
 import cmlm
 from cmlm.sentence_encoder import SentenceEncoder
-from export import quantization
+from cmlm.export import quantization
 from tests.export import export_helpers
 
 SENTENCES = export_helpers.SENTENCES
@@ -91,15 +91,17 @@ def test_raw_output_is_refused_where_the_graph_normalises(tiny):
 @pytest.mark.slow
 def test_installed_wheel_works_outside_the_repository(tiny, tmp_path):
   """pyproject.toml: a wheel built without network, installed into a
-  directory, imported from elsewhere with only that directory on the path."""
+  directory, puts one top-level package, `cmlm`, there; used from a folder
+  that holds packages of its own named like the garden's layers
+  (training/, export/, ...), it imports from the wheel, not from them."""
   source = tmp_path / "source"  # built from a copy: the tree stays clean
-  ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+  ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
   os.makedirs(source)
-  for name in ("pyproject.toml", "README.md", "requirements.txt",
-               "legacy_keras.py"):
+  for name in ("pyproject.toml", "README.md", "requirements.txt"):
     shutil.copy(os.path.join(export_helpers.REPO_ROOT, name), source)
   for package in ("cmlm", "data_pipelines", "modeling", "objectives",
-                  "training", "export", "evaluation", "experiments"):
+                  "training", "export", "evaluation", "experiments",
+                  "projects"):
     shutil.copytree(os.path.join(export_helpers.REPO_ROOT, package),
                     source / package, ignore=ignore)
   subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
@@ -112,23 +114,30 @@ def test_installed_wheel_works_outside_the_repository(tiny, tmp_path):
                   "--no-index", "-q", "--target", str(site),
                   str(tmp_path / "wheel" / wheel)], check=True,
                  capture_output=True, timeout=300)
-  assert (site / "experiments" / "configs" / "cmlm_tiny.yaml").is_file()
+  assert sorted(n for n in os.listdir(site) if not n.endswith(".dist-info")
+                and n != "bin") == ["cmlm"]
+  assert (site / "cmlm" / "experiments" / "configs" /
+          "cmlm_tiny.yaml").is_file()
+  user = tmp_path / "userproj"  # a user's project with common folder names
+  for name in ("training", "evaluation", "export", "modeling"):
+    os.makedirs(user / name)
+    (user / name / "__init__.py").write_text("raise ImportError('mine')\n")
   script = (
       "import sys, numpy as np\n"
       "from cmlm import SentenceEncoder\n"
-      "import cmlm, legacy_keras, export\n"
+      "import cmlm, cmlm.export, cmlm.projects.misad\n"
       "assert all(m.__file__.startswith(sys.argv[1]) for m in "
-      "(cmlm, legacy_keras, export)), cmlm.__file__\n"
+      "(cmlm, cmlm.export, cmlm.projects.misad)), cmlm.export.__file__\n"
       "e = SentenceEncoder(sys.argv[2]).encode(['a', 'b c'], batch_size=32, "
       "normalize_embeddings=True, precision='float32', "
       "show_progress_bar=None)\n"
       "np.save(sys.argv[3], e)\n")
   env = dict(os.environ, PYTHONPATH=str(site), TF_CPP_MIN_LOG_LEVEL="2")
-  env.pop("TF_USE_LEGACY_KERAS", None)  # legacy_keras sets it
+  env.pop("TF_USE_LEGACY_KERAS", None)  # the cmlm package sets it
   out = tmp_path / "e.npy"
   completed = subprocess.run(
       [sys.executable, "-c", script, str(site), tiny.result.export_dir,
-       str(out)], cwd=str(tmp_path), env=env, capture_output=True, text=True,
+       str(out)], cwd=str(user), env=env, capture_output=True, text=True,
       timeout=300)
   assert completed.returncode == 0, completed.stderr[-3000:]
   np.testing.assert_allclose(np.load(out), export_helpers.unit(tiny.in_memory_embeddings(

@@ -4,7 +4,7 @@
 """
 import numpy as np
 
-import data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
 
 SPECIAL_TOKENS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
 WORDS = ['.', ',', '!', '?', 'the', 'a', 'cat', 'dog', 'sat', 'ran', 'and',

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from data_pipelines import atomic_file
+from cmlm.data_pipelines import atomic_file
 
 
 def test_the_file_appears_only_when_the_block_ends(tmp_path):

@@ -4,10 +4,10 @@ import gzip
 import pytest
 import tensorflow as tf
 
-from data_pipelines import bitext
-from data_pipelines import bitext_dataloader
-from data_pipelines import tokenization
-from experiments import cmlm_experiments
+from cmlm.data_pipelines import bitext
+from cmlm.data_pipelines import bitext_dataloader
+from cmlm.data_pipelines import tokenization
+from cmlm.experiments import cmlm_experiments
 
 
 def _write(path, text):

@@ -1,5 +1,5 @@
 """The CMLM input pipeline: features, swap, sharding, TFRecords, TFDS."""
-import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 import os
 
@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from data_pipelines import cmlm_dataloader
-from data_pipelines import corpus
-from data_pipelines import embedded_corpus
-from data_pipelines import pair_tfrecords
-from data_pipelines import tokenization
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import embedded_corpus
+from cmlm.data_pipelines import pair_tfrecords
+from cmlm.data_pipelines import tokenization
 from tests.data_pipelines import data_helpers as helpers
 
 SEQ_LENGTH, PREDICTIONS = 16, 4

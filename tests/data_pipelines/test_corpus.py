@@ -1,13 +1,13 @@
 """Corpus reading: sentences, documents, pairs, held-out split, clear errors."""
-import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 import re
 import zlib
 
 import pytest
 
-from data_pipelines import corpus
-from data_pipelines.sentence_splitter import split_sentences
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines.sentence_splitter import split_sentences
 from tests.data_pipelines import data_helpers as helpers
 
 PROSE = """\

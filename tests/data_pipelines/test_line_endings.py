@@ -9,14 +9,14 @@ import io
 
 import pytest
 
-import data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
-from data_pipelines import bitext
-from data_pipelines import corpus
-from data_pipelines import nli_data
-from data_pipelines import text_lines
-from evaluation import sts_readers
-from evaluation import text_files
-from export import text_inputs
+import cmlm.data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.data_pipelines import bitext
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import nli_data
+from cmlm.data_pipelines import text_lines
+from cmlm.evaluation import sts_readers
+from cmlm.evaluation import text_files
+from cmlm.export import text_inputs
 
 ENDINGS = {"LF": b"\n", "CRLF": b"\r\n", "CR": b"\r"}
 

@@ -1,11 +1,11 @@
 """BERT masking of s2 (paper section 2): counts, specials, 80/10/10."""
-import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_pipelines import masking
+from cmlm.data_pipelines import masking
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIALS = [PAD, UNK, CLS, SEP, MASK]

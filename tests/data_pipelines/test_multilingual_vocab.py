@@ -1,7 +1,7 @@
 """Multilingual vocabulary with language smoothing (paper section 4.4)."""
 import pytest
 
-from data_pipelines import multilingual_vocab
+from cmlm.data_pipelines import multilingual_vocab
 
 
 def test_smoothing_weights_reshape_language_shares():

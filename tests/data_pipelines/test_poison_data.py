@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_pipelines import cmlm_dataloader
-from data_pipelines import corpus
-from data_pipelines import sentence_splitter
-from data_pipelines import tokenization
-from data_pipelines import vocabulary
-from experiments import cmlm_experiments
-from export import preprocessor as preprocessor_lib
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import sentence_splitter
+from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
+from cmlm.experiments import cmlm_experiments
+from cmlm.export import preprocessor as preprocessor_lib
 
 VOCAB = cmlm_experiments.EMBEDDED_VOCAB
 HUGE = 100_000  # characters in a huge line

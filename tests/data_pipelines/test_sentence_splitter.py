@@ -2,7 +2,7 @@
 Human Rights (`../shared/data/corpora/multilingual/udhr2`, public domain)."""
 import pytest
 
-from data_pipelines.sentence_splitter import split_sentences
+from cmlm.data_pipelines.sentence_splitter import split_sentences
 
 # (script, a real UDHR line, how many sentences it holds)
 UDHR_LINES = [

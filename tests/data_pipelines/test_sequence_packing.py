@@ -1,6 +1,6 @@
 """The paper's data unit (section 3): consecutive sequences of whole
 sentences, packed to the token budget, and the exact mask count."""
-import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 import json
 
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_pipelines import cmlm_dataloader
-from data_pipelines import corpus
-from data_pipelines import pair_tfrecords
-from data_pipelines import sequence_packing
-from data_pipelines import tokenization
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import pair_tfrecords
+from cmlm.data_pipelines import sequence_packing
+from cmlm.data_pipelines import tokenization
 from tests.data_pipelines import data_helpers as helpers
 
 SEQ_LENGTH = 16  # 14 tokens between [CLS] and [SEP]

@@ -1,5 +1,5 @@
 """Vocabulary checks and in-graph WordPiece tokenization and packing."""
-import data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
+import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
 import os
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_pipelines import embedded_corpus
-from data_pipelines import tokenization
-from data_pipelines import vocabulary
+from cmlm.data_pipelines import embedded_corpus
+from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from tests.data_pipelines import data_helpers as helpers
 
 CLS, SEP = 2, 3

@@ -1,9 +1,9 @@
 """The [UNK] rate check: a vocabulary of the wrong casing is refused."""
 import pytest
 
-import data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
-from data_pipelines import tokenization
-from data_pipelines import unk_rate
+import cmlm.data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import unk_rate
 from tests.data_pipelines import data_helpers as helpers
 
 SENTENCES = ["The cat sat on the mat.", "A dog ran, and the cat sat!"] * 20

@@ -1,9 +1,9 @@
 """A vocabulary with a repeated token fails in one line naming both lines."""
 import pytest
 
-import data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
-from data_pipelines import tokenization
-from data_pipelines import vocabulary
+import cmlm.data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from tests.data_pipelines import data_helpers as helpers
 
 

@@ -3,9 +3,9 @@ retrieval and STS, beside cosine, in `cmlm eval --binary_threshold`."""
 import numpy as np
 import pytest
 
-from evaluation import binary_retrieval
-from evaluation import runner
-from evaluation.task_data import EvalOptions
+from cmlm.evaluation import binary_retrieval
+from cmlm.evaluation import runner
+from cmlm.evaluation.task_data import EvalOptions
 from tests.evaluation.test_methods import lookup_encoder
 from tests.evaluation.test_runner import _senteval_layout
 from tests.evaluation.test_runner import bag_of_words_encoder

@@ -6,13 +6,13 @@ import types
 import numpy as np
 import pytest
 
-import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from training import train
-from data_pipelines import tokenization
-from evaluation import encoders
-from evaluation.runner import DEFAULT_DATA_DIR
+from cmlm.training import train
+from cmlm.data_pipelines import tokenization
+from cmlm.evaluation import encoders
+from cmlm.evaluation.runner import DEFAULT_DATA_DIR
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow

@@ -5,9 +5,9 @@ Spearman correlation into "n/a" with exit status 0.
 """
 import pytest
 
-import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
-from evaluation import sts_readers
-from evaluation.text_files import DataFormatError
+import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.evaluation import sts_readers
+from cmlm.evaluation.text_files import DataFormatError
 
 
 @pytest.mark.parametrize("score", ["nan", "inf", "-inf", "NaN"])

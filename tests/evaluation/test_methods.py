@@ -3,13 +3,13 @@ paper's protocols (tables 1, 2, 5) on toy encoders written here."""
 import numpy as np
 import pytest
 
-import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
 
-from evaluation import retrieval
-from evaluation import sts
-from evaluation import transfer
-from evaluation.sts_readers import ScoredPairs
-from evaluation.transfer_readers import LabelledSentences
+from cmlm.evaluation import retrieval
+from cmlm.evaluation import sts
+from cmlm.evaluation import transfer
+from cmlm.evaluation.sts_readers import ScoredPairs
+from cmlm.evaluation.transfer_readers import LabelledSentences
 
 
 def lookup_encoder(table):

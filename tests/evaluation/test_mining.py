@@ -3,12 +3,12 @@ the language distribution of retrieved sentences (paper figure 2)."""
 import numpy as np
 import pytest
 
-import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
 
-from evaluation import language_distribution
-from evaluation import mining
-from evaluation import multilingual_data
-from evaluation.retrieval import normalize_rows
+from cmlm.evaluation import language_distribution
+from cmlm.evaluation import mining
+from cmlm.evaluation import multilingual_data
+from cmlm.modeling.vectors import l2_normalize as normalize_rows
 
 
 def _hub_corpora(n=6):

@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from evaluation import model_selection
-from training import train
+from cmlm.evaluation import model_selection
+from cmlm.training import train
 
 
 def _sts_b_dir(tmp_path, dev_order=1, test_order=-1):

@@ -2,10 +2,10 @@
 import hashlib
 import json
 
-import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
-from evaluation import provenance
-from evaluation import runner
-from evaluation.task_data import EvalOptions
+import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.evaluation import provenance
+from cmlm.evaluation import runner
+from cmlm.evaluation.task_data import EvalOptions
 from tests.evaluation import test_runner
 
 

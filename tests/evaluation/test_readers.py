@@ -6,14 +6,14 @@ import os
 import numpy as np
 import pytest
 
-import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
 
-from evaluation import bitext_readers
-from evaluation import sts_readers
-from evaluation import task_data
-from evaluation import text_files
-from evaluation import transfer_readers
-from evaluation.runner import DEFAULT_DATA_DIR
+from cmlm.evaluation import bitext_readers
+from cmlm.evaluation import sts_readers
+from cmlm.evaluation import task_data
+from cmlm.evaluation import text_files
+from cmlm.evaluation import transfer_readers
+from cmlm.evaluation.runner import DEFAULT_DATA_DIR
 
 EVAL = DEFAULT_DATA_DIR
 needs_shared = pytest.mark.skipif(not os.path.isdir(EVAL),

@@ -5,13 +5,13 @@ import os
 import numpy as np
 import pytest
 
-import evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from cmlm.commands import eval as eval_command
-from evaluation import encoders
-from evaluation import runner
-from evaluation.task_data import EvalOptions
+from cmlm.evaluation import encoders
+from cmlm.evaluation import runner
+from cmlm.evaluation.task_data import EvalOptions
 
 
 def bag_of_words_encoder(sentences, batch_size=256):

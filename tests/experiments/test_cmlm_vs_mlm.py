@@ -1,5 +1,5 @@
 """experiments/cmlm_vs_mlm.py: equal encoder compute, the conditioning off."""
-from experiments import cmlm_vs_mlm
+from cmlm.experiments import cmlm_vs_mlm
 
 
 def test_mlm_gets_twice_the_batch_and_no_conditioning_for_equal_compute():
@@ -21,7 +21,7 @@ def test_pcr_removes_the_shared_direction_fitted_on_training_sentences_only(
     tmp_path):
   import numpy as np
   import pytest
-  from data_pipelines import cmlm_dataloader, corpus
+  from cmlm.data_pipelines import cmlm_dataloader, corpus
   paragraphs = [f"Paragraph {i} starts here. It ends in sentence {i}."
                 for i in range(40)]
   (tmp_path / "text.txt").write_text("\n\n".join(paragraphs) + "\n")

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from experiments import cmlm_experiments
-from experiments import registry  # noqa: F401  (registers the experiments)
+from cmlm.experiments import cmlm_experiments
+from cmlm.experiments import registry_imports  # noqa: F401  (registers the experiments)
 from official.core import exp_factory
 from official.modeling import hyperparams
 

@@ -10,16 +10,16 @@ import sys
 
 import numpy as np
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 import tf_keras
 
-from data_pipelines import tokenization
-from experiments import cmlm_experiments
-from export import exporter
+from cmlm.data_pipelines import tokenization
+from cmlm.experiments import cmlm_experiments
+from cmlm.export import exporter
 from official.core import exp_factory
 from tests import helpers
-from training import run_dir
+from cmlm.training import run_dir
 
 REPO_ROOT = cmlm_experiments.REPO_ROOT
 SEQ_LENGTH = 16

@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from export import embedding_outputs
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.export import embedding_outputs
 
 SENTENCES = ["first", "zweite \u00e9", ""]
 

@@ -5,13 +5,13 @@ import os
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from experiments import cmlm_experiments
-from export import encode
-from export import encode_files
-from export import progress as progress_lib
+from cmlm.experiments import cmlm_experiments
+from cmlm.export import embedders
+from cmlm.export import encode_files
+from cmlm.export import progress as progress_lib
 from official.nlp.configs import encoders
 from official.nlp.tools import export_tfhub_lib
 from tests.export import export_helpers as export_helpers
@@ -73,7 +73,7 @@ def test_encode_takes_a_serving_base_or_one_version(tiny, tmp_path):
   expected /= np.linalg.norm(expected, axis=1, keepdims=True)
   for model in (tiny.result.serving_dir,
                 os.path.dirname(tiny.result.serving_dir)):
-    embed = encode.load_embedder(model)
+    embed = embedders.load_embedder(model)
     np.testing.assert_allclose(embed(export_helpers.SENTENCES), expected,
                                atol=1e-5, rtol=0)
 
@@ -97,10 +97,10 @@ def test_batches_are_ordered_by_token_count_and_rows_restored():
   def embed(batch):
     seen.append([s[0] for s in batch])
     return np.array([[ord(s[0])] for s in batch], np.float32)
-  embed.token_lengths = lambda strings: tf.constant(
-      [token_counts[s.decode()[0]] for s in strings.numpy()])
+  embedder = embedders.Embedder(embed, token_lengths=lambda strings: tf.constant(
+      [token_counts[s.decode()[0]] for s in strings.numpy()]))
 
-  embeddings = encode.embed_in_batches(embed, sentences, batch_size=2)
+  embeddings = embedder.embed(sentences, batch_size=2)
   assert seen == [["e", "b"], ["d", "c"], ["a"]]
   np.testing.assert_array_equal(embeddings[:, 0],
                                 [ord(s[0]) for s in sentences])

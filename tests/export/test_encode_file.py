@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from export import encode_files
-from export import quantization
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.export import encode_files
+from cmlm.export import quantization
 from tests.export import export_helpers
 
 SENTENCES = export_helpers.SENTENCES

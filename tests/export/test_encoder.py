@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from experiments import cmlm_experiments
-from export import encoder as encoder_lib
-from modeling import model_builder
+from cmlm.experiments import cmlm_experiments
+from cmlm.export import encoder as encoder_lib
+from cmlm.modeling import model_builder
 from tests import helpers
 
 VOCAB = cmlm_experiments.EMBEDDED_VOCAB
@@ -22,7 +22,7 @@ def _model(skip=False, **kwargs):
 
 
 def _export(model, with_mlm=False):
-  """The export encoder of a trained `SentenceEncoder` (+ its MLM head)."""
+  """The export encoder of a trained `SiameseEncoder` (+ its MLM head)."""
   return encoder_lib.build_export_encoder(
       model.encoder, model.head if with_mlm else None)
 

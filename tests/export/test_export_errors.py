@@ -6,14 +6,14 @@ import stat
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from training import atomic
-from export import encode
-from export import exporter
-from export import preprocessor as preprocessor_lib
-from export import text_inputs
+from cmlm.training import atomic
+from cmlm.export import embedders
+from cmlm.export import exporter
+from cmlm.export import preprocessor as preprocessor_lib
+from cmlm.export import text_inputs
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow
@@ -109,7 +109,7 @@ def test_existing_versions_are_kept_unless_overwrite(tiny, tmp_path):
   assert sorted(os.listdir(os.path.join(export_dir, "serving"))) == [
       str(first.step), "7"]
   # The highest version wins, and it is not normalised.
-  embeddings = encode.load_embedder(os.path.join(export_dir, "serving"))(
+  embeddings = embedders.load_embedder(os.path.join(export_dir, "serving"))(
       export_helpers.SENTENCES)
   np.testing.assert_allclose(
       embeddings, tiny.in_memory_embeddings(export_helpers.SENTENCES),
@@ -152,7 +152,7 @@ def test_cli_reports_a_missing_checkpoint_in_one_line(tmp_path):
 
 def test_encode_rejects_what_is_not_a_model_or_a_text_file(tiny, tmp_path):
   with pytest.raises(FileNotFoundError, match="holds no SavedModel"):
-    encode.load_embedder(str(tmp_path))
+    embedders.load_embedder(str(tmp_path))
   (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
   with pytest.raises(ValueError, match="not UTF-8 text \\(line 1\\)"):
     text_inputs.read_input(str(tmp_path / "latin1.txt"))

@@ -13,8 +13,8 @@ import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras
 
-from export import encoder as encoder_lib
-from export import serving
+from cmlm.export import encoder as encoder_lib
+from cmlm.export import serving
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow

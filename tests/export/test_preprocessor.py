@@ -2,14 +2,14 @@
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from data_pipelines import corpus
-from data_pipelines import tokenization
-from experiments import cmlm_experiments
-from export import preprocessor as preprocessor_lib
+from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import tokenization
+from cmlm.experiments import cmlm_experiments
+from cmlm.export import preprocessor as preprocessor_lib
 from official.nlp.modeling import layers
 from official.nlp.tools import export_tfhub_lib
 from tests.export import export_helpers as export_helpers

@@ -9,18 +9,19 @@ writing small stand-in directories, hundreds of times; then with real
 exports of two checkpoints, where each load's embedding must be its
 checkpoint's. A killed export's hidden leftovers are removed by the next.
 """
+import json
 import os
 import threading
 
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from export import encode
-from export import exporter
-from export import publish
+from cmlm.export import embedders
+from cmlm.export import exporter
+from cmlm.export import publish
 
 SENTENCE = ["The whole export changes at once."]
 
@@ -38,7 +39,7 @@ def _read_loop(export_dir, stop, seen, errors):
       if None in infos or len({info["id"] for info in infos}) != 1:
         errors.append(f"a mix of exports in {version}: {infos}")
         continue
-      embedding = encode.load_embedder(export_dir)(SENTENCE)
+      embedding = embedders.load_embedder(export_dir)(SENTENCE)
       seen.append((infos[0]["step"], infos[0]["id"], embedding))
     except Exception as error:  # pylint: disable=broad-except
       errors.append(f"{type(error).__name__}: {error}")
@@ -109,6 +110,21 @@ def test_publish_export_is_seen_whole_by_readers_in_a_loop(tmp_path):
                            [os.path.join(export_dir, "encoder")])
   assert publish.read_info(os.path.join(export_dir, "encoder"))["id"] == (
       "round 149")
+
+
+def test_export_info_names_the_checkpoint_in_the_run_not_its_path(tmp_path):
+  """export_info.json travels inside every SavedModel and package: it names
+  the checkpoint as the run does (`ckpt-N`), never by this machine's path."""
+  info = publish.new_info(str(tmp_path / "runs" / "tiny" / "ckpt-20"), 20,
+                          model_name="tiny", license="mit")
+  assert (info["checkpoint"], info["step"], info["model_name"],
+          info["license"]) == ("ckpt-20", 20, "tiny", "mit")
+  assert str(tmp_path) not in json.dumps(info)
+  export_dir = str(tmp_path / "export")
+  publish.publish_export(export_dir, 20, False, _stand_in, info)
+  for part in publish.PARTS:
+    written = publish.read_info(os.path.join(export_dir, "current", part))
+    assert written == dict(info, version_name="20")
 
 
 @pytest.mark.slow

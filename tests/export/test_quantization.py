@@ -5,9 +5,9 @@ import io
 import numpy as np
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from export import postprocess
-from export import quantization
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.export import postprocess
+from cmlm.export import quantization
 
 
 def embeddings(rows=200, dim=20, seed=0):

@@ -13,13 +13,12 @@ import os
 import numpy as np
 import pytest
 
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the preprocessor's ops)
 
-from experiments import registry  # noqa: F401  (registers cmlm/en_base)
-from export import exporter
-from training import import_run as importer
+from cmlm.experiments import registry_imports  # noqa: F401  (registers cmlm/en_base)
+from cmlm.export import exporter
+from cmlm.training import import_run as importer
 from tests import helpers
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded

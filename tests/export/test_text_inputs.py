@@ -3,8 +3,8 @@ import io
 
 import pytest
 
-import export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from export import text_inputs
+import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.export import text_inputs
 
 
 def write(tmp_path, name, data: bytes):

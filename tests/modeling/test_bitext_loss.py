@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modeling import bitext_loss
+from cmlm.modeling import bitext_loss
 from tests import helpers
 
 

@@ -9,16 +9,16 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from modeling import model_builder
-from modeling.bitext_loss import AdditiveMarginBitextLoss
-from modeling.conditional_mlm import ConditionalMaskedLM
-from modeling.conditional_mlm import ConditionalMlmHead
-from modeling.nli_head import NliHead
-from modeling.nli_head import NliModel
-from modeling.pooling import SentencePooling
-from modeling.projection_head import ProjectionHead
-from modeling.sentence_encoder import SentenceEncoder
-from modeling.sentence_encoder import build_transformer
+from cmlm.modeling import model_builder
+from cmlm.modeling.bitext_loss import AdditiveMarginBitextLoss
+from cmlm.modeling.conditional_mlm import ConditionalMaskedLM
+from cmlm.modeling.conditional_mlm import ConditionalMlmHead
+from cmlm.modeling.nli_head import NliHead
+from cmlm.modeling.nli_head import NliModel
+from cmlm.modeling.pooling import SentencePooling
+from cmlm.modeling.projection_head import ProjectionHead
+from cmlm.modeling.siamese_encoder import SiameseEncoder
+from cmlm.modeling.siamese_encoder import build_transformer
 from tests import helpers
 from tests.layer_testing import run_layer_test
 
@@ -31,7 +31,7 @@ def _transformer():
 
 
 def _encoder():
-  return model_builder.build_sentence_encoder(
+  return model_builder.build_siamese_encoder(
       helpers.tiny_model_config(num_projections=PROJECTIONS), SEQ)
 
 
@@ -63,7 +63,7 @@ def test_projection_head(num_projections):
 def test_sentence_encoder(pooling, representation):
   sequence = (BATCH, SEQ, HIDDEN)
   run_layer_test(
-      SentenceEncoder,
+      SiameseEncoder,
       dict(transformer=_transformer(), pooling=pooling,
            sentence_representation=representation,
            projection_head=ProjectionHead(PROJECTIONS, name="projection_head"),

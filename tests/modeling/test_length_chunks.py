@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modeling import length_chunks
+from cmlm.modeling import length_chunks
 
 
 def _inputs(lengths, width):

@@ -4,10 +4,10 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from modeling import losses
-from modeling import model_builder
-from modeling.pooling import SentencePooling
-from modeling.projection_head import ProjectionHead
+from cmlm.modeling import losses
+from cmlm.modeling import model_builder
+from cmlm.modeling.pooling import SentencePooling
+from cmlm.modeling.projection_head import ProjectionHead
 from tests import helpers
 
 

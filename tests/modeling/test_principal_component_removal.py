@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from modeling import principal_component_removal as pcr
+from cmlm.modeling import principal_component_removal as pcr
 
 
 def _biased_embeddings(seed, bias_direction, n=200, dim=8):

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments import cmlm_experiments  # noqa: F401  (registers cmlm/tiny)
-from modeling import bitext_loss
-from modeling import losses
-from modeling.conditional_mlm import conditional_mlm_outputs
-from objectives import bitext_retrieval
-from objectives import cmlm
+from cmlm.experiments import cmlm_experiments  # noqa: F401  (registers cmlm/tiny)
+from cmlm.modeling import bitext_loss
+from cmlm.modeling import losses
+from cmlm.modeling.conditional_mlm import conditional_mlm_outputs
+from cmlm.objectives import bitext_retrieval
+from cmlm.objectives import cmlm
 from official.core import exp_factory
 from tests import helpers
-from training import task as task_lib
-from training import train
+from cmlm.training import task as task_lib
+from cmlm.training import train
 
 
 def _bitext_features(features):
@@ -113,7 +113,7 @@ def test_bitext_data_tokenizes_with_the_runs_one_tokenization(tmp_path):
   of the bitext objective's inputs too (before, each data config had its
   own and a mismatch had to be caught)."""
   params = _stage(1, _bitext_file(tmp_path))
-  params.task.validate_inputs("train")
+  train.prepare(params)
 
   def target_ids(lower_case):
     params.task.tokenization.lower_case = lower_case

@@ -8,8 +8,8 @@ import tensorflow as tf
 import tf_keras
 
 from tests import helpers
-from training import task as task_lib
-from training import train
+from cmlm.training import task as task_lib
+from cmlm.training import train
 
 
 def _uneven_batch():
@@ -33,9 +33,9 @@ def _one_step(strategy, features, initial_weights):
 
   @tf.function
   def step(inputs):
-    logs = strategy.run(task.train_step, args=(inputs, model, optimizer))
-    return strategy.reduce(tf.distribute.ReduceOp.MEAN, logs[task.loss],
-                           axis=None)
+    loss = strategy.run(helpers.train_step,
+                        args=(task, inputs, model, optimizer))
+    return strategy.reduce(tf.distribute.ReduceOp.MEAN, loss, axis=None)
 
   loss = step(next(iter(dataset)))
   return float(loss), [w.numpy() for w in model.trainable_weights]
@@ -88,7 +88,7 @@ def test_a_stopped_run_restarts_from_its_saved_step(tmp_path):
 def test_without_conditioning_it_is_plain_mlm_of_s2_and_trains():
   """condition=false (experiments/cmlm_vs_mlm.py's baseline): s1 has no
   effect on the logits, which are the same head on s2 read alone."""
-  from objectives import cmlm  # pylint: disable=g-import-not-at-top
+  from cmlm.objectives import cmlm  # pylint: disable=g-import-not-at-top
   config = helpers.tiny_task_config(objectives={
       "cmlm": cmlm.CmlmObjectiveConfig(condition=False)})
   task = task_lib.SentenceEncoderTask(config)
@@ -104,6 +104,6 @@ def test_without_conditioning_it_is_plain_mlm_of_s2_and_trains():
   assert not np.allclose(conditioned({"cmlm": features})["cmlm"]["mlm_logits"],
                          conditioned({"cmlm": other})["cmlm"]["mlm_logits"])
   optimizer = tf_keras.optimizers.Adam(1e-2)
-  losses = [float(task.train_step({"cmlm": features}, model, optimizer)[
-      task.loss]) for _ in range(5)]
+  losses = [float(helpers.train_step(task, {"cmlm": features}, model,
+                                     optimizer)) for _ in range(5)]
   assert np.isfinite(losses).all() and losses[-1] < losses[0]

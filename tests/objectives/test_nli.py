@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_pipelines import nli_data
-from data_pipelines.tokenization import TokenizationConfig
-from experiments import cmlm_experiments
-from modeling import model_builder
-from modeling.nli_head import NliModel
-from modeling.nli_head import pair_features
-from objectives import nli
+from cmlm.data_pipelines import nli_data
+from cmlm.data_pipelines.tokenization import TokenizationConfig
+from cmlm.experiments import cmlm_experiments
+from cmlm.modeling import model_builder
+from cmlm.modeling.nli_head import NliModel
+from cmlm.modeling.nli_head import pair_features
+from cmlm.objectives import nli
 from tests import helpers
 
 

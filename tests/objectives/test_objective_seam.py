@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_pipelines import cmlm_dataloader
-from objectives import base
-from objectives import cmlm
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.objectives import base
+from cmlm.objectives import cmlm
 from official.modeling import hyperparams
 from tests import helpers
-from training import run_dir
-from training import task as task_lib
-from training import train
+from cmlm.training import checkpoints
+from cmlm.training import run_dir
+from cmlm.training import task as task_lib
+from cmlm.training import train
 
 TRAIN_STEPS = 6
 
@@ -92,7 +93,7 @@ def test_the_hook_runs_after_each_finite_update_only(tmp_path):
   # The state is its own checkpoint item, saved with the count.
   latest = tf.train.latest_checkpoint(str(tmp_path))
   assert {"encoder", "counting_head", "counting_state"} <= (
-      task_lib.checkpoint_item_names(latest))
+      checkpoints.item_names(latest))
   reader = tf.train.load_checkpoint(latest)
   assert reader.get_tensor(
       "counting_state/updates/.ATTRIBUTES/VARIABLE_VALUE") == updates

@@ -12,15 +12,14 @@ import types
 import numpy as np
 import pytest
 
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from experiments import registry  # noqa: F401  (registers cmlm/en_base)
-from modeling.importers import weight_files
+from cmlm.experiments import registry_imports  # noqa: F401  (registers cmlm/en_base)
+from cmlm.modeling.importers import weight_files
 from tests.training import import_helpers as tiny
-from training import import_run as importer
-from training import run_dir as checkpoint_lib
-from training import task as task_lib
+from cmlm.training import import_run as importer
+from cmlm.training import run_dir as checkpoint_lib
+from cmlm.training import task as task_lib
 from tests import helpers
 
 REPO_ROOT = helpers.REPO_ROOT
@@ -163,7 +162,54 @@ def test_model_dir_records_the_source_tokenizer_and_pooling(tmp_path):
   assert checkpoint_lib.checkpoint_step(result.checkpoint_path) == 0
   assert sorted(os.listdir(result.model_dir)) == [
       "checkpoint", "ckpt-0.data-00000-of-00001", "ckpt-0.index",
-      "params.yaml", "vocab.txt"]
+      "import_info.json", "params.yaml", "vocab.txt"]
+
+
+def test_model_dir_records_the_source_s_name_and_license(tmp_path):
+  """import_info.json: the source by name (never a path of this machine),
+  its kind, and what its README.md states, for the export's model card."""
+  tiny.write_tiny_bert(str(tmp_path / "hf"))
+  (tmp_path / "hf" / "README.md").write_text(
+      "---\nlicense: Apache-2.0\nlanguage: [en, de]\ndatasets: s2orc\n---\n"
+      "\n# tiny-test-bert\n\n```bibtex\n@misc{tiny}\n```\n")
+  result = importer.import_model(str(tmp_path / "hf"), str(tmp_path / "out"))
+  with open(os.path.join(result.model_dir, importer.IMPORT_INFO_FILE)) as f:
+    info = json.load(f)
+  assert info == {"source_name": "tiny-test-bert",
+                  "source_format": "sentence-transformers", "url": "",
+                  "license": "apache-2.0", "language": ["en", "de"],
+                  "datasets": ["s2orc"], "citation": ["@misc{tiny}"]}
+  assert "origin        tiny-test-bert (sentence-transformers), license " \
+      "apache-2.0" in importer.describe(result)
+  from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
+  assert importer.IMPORT_INFO_FILE == card_facts.IMPORT_INFO_FILE
+  # A Hugging Face cache's owner/name, a Hub link; flags win over README.md.
+  cache = tmp_path / "models--someone--tiny-bert" / "snapshots" / "0a1b"
+  tiny.write_tiny_bert(str(cache))
+  info = importer.source_info(str(cache), source_license="mit")
+  assert (info["source_name"], info["url"], info["license"]) == (
+      "someone/tiny-bert", "https://huggingface.co/someone/tiny-bert", "mit")
+  assert importer.source_info(str(cache), "org/x")["source_name"] == "org/x"
+  assert importer.source_info(str(tmp_path / "hf"))["source_name"] == (
+      "tiny-test-bert")
+  os.remove(tmp_path / "hf" / "README.md")
+  assert importer.source_info(str(tmp_path / "hf"))["source_name"] == "hf"
+  with pytest.raises(ValueError, match="--source_name=/data/x must be the "
+                     "source's name"):
+    importer.import_model(str(tmp_path / "hf"), str(tmp_path / "out2"),
+                          source_name="/data/x")
+  assert not (tmp_path / "out2").exists()
+
+
+def test_a_bad_source_license_is_one_line_before_any_work(tmp_path):
+  from cmlm.commands import import_model as import_command  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ValueError) as error:
+    import_command.main([f"--source={tmp_path / 'none'}",
+                         f"--model_dir={tmp_path / 'out'}",
+                         "--source_license=apache"])
+  assert str(error.value).startswith("--source_license='apache' is not a "
+                                     "license a hub takes")
+  assert "\n" not in str(error.value)
 
 
 def test_bert_prefix_and_pytorch_bin_give_the_same_weights(tmp_path, imported):

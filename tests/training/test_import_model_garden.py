@@ -6,15 +6,14 @@ Each source is made here from a Model Garden encoder with random weights
 import numpy as np
 import pytest
 
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf
 import tf_keras
 
-from experiments import registry  # noqa: F401  (registers cmlm/en_base)
+from cmlm.experiments import registry_imports  # noqa: F401  (registers cmlm/en_base)
 from official.nlp.modeling import networks
 from tests.training import import_helpers as tiny
-from training import import_run as importer
-from training import run_dir as checkpoint_lib
+from cmlm.training import import_run as importer
+from cmlm.training import run_dir as checkpoint_lib
 
 ARCHITECTURE = dict(vocab_size=len(tiny.VOCAB), hidden_size=16, num_layers=2,
                     num_attention_heads=2, max_sequence_length=40,

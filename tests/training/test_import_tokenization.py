@@ -11,11 +11,10 @@ import os
 import numpy as np
 import pytest
 
-import legacy_keras  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from data_pipelines import tokenization
-from export import preprocessor as preprocessor_lib
+from cmlm.data_pipelines import tokenization
+from cmlm.export import preprocessor as preprocessor_lib
 from tests.training import import_helpers as tiny
 from tests import helpers
 

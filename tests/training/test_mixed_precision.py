@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from training import train
-from training import run_dir as checkpoint_lib
-from export import encoder as encoder_lib
-from modeling import bitext_loss
+from cmlm.training import train
+from cmlm.training import run_dir as checkpoint_lib
+from cmlm.export import encoder as encoder_lib
+from cmlm.modeling import bitext_loss
 from official.core import train_utils
 from tests import train_worker
 

@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from training import train
+from cmlm.training import train
 from tests import helpers
 from tests import train_worker
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_pipelines import cmlm_dataloader
-from objectives import base
-from objectives import cmlm
+from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.objectives import base
+from cmlm.objectives import cmlm
 from tests import train_worker
-from training import fault_tolerance
-from training import train
+from cmlm.training import fault_tolerance
+from cmlm.training import train
 
 TRAIN_STEPS = 8
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training import fault_tolerance
-from training import train
+from cmlm.training import fault_tolerance
+from cmlm.training import train
 from official.modeling.hyperparams import params_dict
 from tests import train_worker
 from tests import helpers

@@ -20,14 +20,14 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers
-from training import fault_tolerance
-from training import run_lock
-from training import train
+from cmlm.training import fault_tolerance
+from cmlm.training import run_lock
+from cmlm.training import train
 
 HOLDER = """
 import sys, time
 sys.path.insert(0, {repo!r})
-from training import run_lock
+from cmlm.training import run_lock
 with run_lock.hold({model_dir!r}, command="python -m cmlm train (holder)"):
   print("held", flush=True)
   time.sleep(120)

@@ -5,11 +5,12 @@ import tensorflow as tf
 import yaml
 
 from cmlm import pcr
-from experiments import cmlm_experiments
-from experiments import registry  # noqa: F401  (registers the schedules)
-from export import exporter
-from training import run_dir
-from training import stages
+from cmlm.export import embedders
+from cmlm.modeling.vectors import l2_normalize
+from cmlm.experiments import cmlm_experiments
+from cmlm.experiments import registry_imports  # noqa: F401  (registers the schedules)
+from cmlm.export import exporter
+from cmlm.training import stages
 
 
 def _tiny_overrides(bitext_path):
@@ -61,11 +62,11 @@ def test_s3_runs_cmlm_then_cmlm_plus_bitext_from_stage_one(tmp_path):
   result = exporter.export_run(stage2, str(tmp_path / "export"),
                                export_mlm=True)
   sentences = ["the house 3 .", "the letter 7 .", "a war of peace ."]
-  run = run_dir.load_run(stage2)
+  run = embedders.load_embedder(stage2)
   serving = tf.saved_model.load(result.serving_dir)
   exported = serving.signatures["serving_default"](tf.constant(sentences))
   np.testing.assert_allclose(exported["embedding"].numpy(),
-                             run.embed(sentences), atol=1e-5)
+                             l2_normalize(run.embed(sentences)), atol=1e-5)
   samples = tmp_path / "en.txt"
   samples.write_text("\n".join(sentences * 4), encoding="utf-8")
   pcr.fit_for_model(stage2, f"en={samples}", sample_size=12)

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from training import train
-from data_pipelines import cmlm_dataloader
+from cmlm.training import train
+from cmlm.data_pipelines import cmlm_dataloader
 from tests import train_worker
 from tests import helpers
 

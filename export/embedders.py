@@ -1,0 +1,169 @@
+"""Any model of the garden, or any TF-Hub one, as one `Embedder`.
+
+    embedder = load_embedder(model, checkpoint=None)
+    vectors = embedder.embed(sentences, batch_size=32)  # float32 [n, dim]
+
+`load_embedder` is the one loader `encode`, `eval`, `pcr`, the demo and
+`cmlm.SentenceEncoder` use. `model` is any of
+
+  * a training `--model_dir` (`params.yaml` + `ckpt-N`): its encoder restored
+    by `training.run_dir` (latest checkpoint, or `checkpoint`) and fed the
+    run's own tokenization;
+  * an export of `python -m cmlm export` (its published version), or any
+    TF-Hub style `encoder/` + `preprocessor/` pair in one directory (the
+    embedding is the encoder's `"default"`);
+  * `ENCODER_DIR,PREPROCESSOR_DIR`: such a pair kept in two directories;
+  * a text-to-embedding SavedModel (`saved_model.pb` with a
+    `serving_default` signature from strings to one embedding), or the base
+    of TF Serving's layout, `<base>/<version>/` (the highest version).
+
+`encoder_embedder` makes the same object from an encoder in memory (the demo,
+best-checkpoint selection). `embed` orders sentences by length so that each
+batch pads little, and returns rows in input order.
+"""
+import os
+from typing import Optional
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
+
+from cmlm.data_pipelines import unk_rate
+from cmlm.export import publish
+from cmlm.export import serving
+from cmlm.data_pipelines.tokenization import STRING_BATCH
+from cmlm.modeling import length_chunks
+from cmlm.modeling.embedder import Embedder
+from cmlm.modeling.embedder import as_embedder  # noqa: F401  (re-exported)
+from cmlm.modeling.embedder import encoder_embedder
+from cmlm.training import run_dir
+
+# The variable our serving model (export/serving.py) records its
+# normalisation in.
+NORMALIZED_VARIABLE = "l2_normalized"
+
+
+def load_embedder(model: str, checkpoint: Optional[str] = None) -> Embedder:
+  """The `Embedder` of `model` (see the module docstring)."""
+  if not model:
+    raise ValueError("--model is required: a training model_dir, an export "
+                     "directory, a SavedModel, or "
+                     "ENCODER_DIR,PREPROCESSOR_DIR.")
+  model = os.fspath(model)
+  if checkpoint and "," in model:
+    raise ValueError("--checkpoint applies to a training run, not to "
+                     f"--model={model}.")
+  if "," in model:
+    return hub_pair_embedder(*model.split(",", 1))
+  if run_dir.is_run_dir(model):
+    return run_embedder(model, checkpoint)
+  if checkpoint:
+    raise ValueError(f"--checkpoint applies to a training run; {model} holds "
+                     f"no {run_dir.PARAMS_FILE}.")
+  return saved_model_embedder(model)
+
+
+def run_embedder(model_dir: str, checkpoint: Optional[str] = None
+                 ) -> Embedder:
+  """A training run's encoder, fed its training tokenization. The run's
+  casing is checked against the first batch it embeds (a warning)."""
+  run = run_dir.load_run(model_dir, checkpoint)
+  tokenization = run.params.task.tokenization
+  return encoder_embedder(
+      run.encoder, run.tokenizer, tokenization, run.checkpoint_path,
+      check_first_batch=lambda sentences: unk_rate.check(
+          tokenization, sentences[:unk_rate.SAMPLE_SENTENCES],
+          "the evaluation data", refuse=False,
+          owner=f"{model_dir}'s task.tokenization", verbose=False))
+
+
+def pair_embedder(preprocessor, encoder) -> Embedder:
+  """A TF-Hub encoder + preprocessor pair (loaded SavedModels).
+
+  As fast as the serving model: the encoder reads rows ordered by length in
+  chunks cut to their longest sentence (`length_chunks.encode_by_length`),
+  not the preprocessor's padded length; the embedding is the pair's
+  `"default"` output, not normalised.
+  """
+  @tf.function(input_signature=[STRING_BATCH])
+  def embed_batch(sentences):
+    return length_chunks.encode_by_length(
+        lambda inputs: encoder(inputs, training=False)["default"],
+        preprocessor(sentences))
+
+  @tf.function(input_signature=[STRING_BATCH])
+  def token_lengths(sentences):
+    return tf.reduce_sum(preprocessor(sentences)["input_mask"], axis=1)
+
+  return Embedder(
+      lambda sentences: embed_batch(tf.constant(sentences, tf.string)).numpy(),
+      token_lengths=token_lengths, keep_alive=(preprocessor, encoder))
+
+
+def hub_pair_embedder(encoder_dir: str, preprocessor_dir: str) -> Embedder:
+  """A pair kept in two directories (`ENCODER_DIR,PREPROCESSOR_DIR`)."""
+  for path, what in ((encoder_dir, "encoder"),
+                     (preprocessor_dir, "preprocessor")):
+    if not _is_saved_model(path):
+      raise FileNotFoundError(
+          f"--model: {path} is not a SavedModel (no saved_model.pb); "
+          f"ENCODER_DIR,PREPROCESSOR_DIR expects the {what} there.")
+  return pair_embedder(tf.saved_model.load(preprocessor_dir),
+                       tf.saved_model.load(encoder_dir))
+
+
+def signature_embedder(path: str) -> Embedder:
+  """A text-to-embedding SavedModel's `serving_default` signature."""
+  loaded = tf.saved_model.load(path)
+  signature = loaded.signatures.get(serving.SIGNATURE_NAME)
+  if signature is None:
+    raise ValueError(f"The SavedModel {path} has no "
+                     f"{serving.SIGNATURE_NAME!r} signature.")
+  _, inputs = signature.structured_input_signature
+  strings = [k for k, spec in inputs.items() if spec.dtype == tf.string]
+  outputs = signature.structured_outputs
+  names = [serving.OUTPUT_NAME] if serving.OUTPUT_NAME in outputs else [
+      k for k, spec in outputs.items() if spec.dtype.is_floating]
+  if len(strings) != 1 or len(inputs) != 1 or len(names) != 1:
+    raise ValueError(
+        f"The {serving.SIGNATURE_NAME!r} signature of {path} does not map one "
+        f"string input to one embedding: inputs {sorted(inputs)}, outputs "
+        f"{sorted(outputs)}.")
+
+  def embed(sentences):
+    result = signature(**{strings[0]: tf.constant(sentences, tf.string)})
+    return result[names[0]].numpy()
+  normalized = getattr(loaded, NORMALIZED_VARIABLE, None)
+  return Embedder(
+      embed, token_lengths=getattr(loaded, "token_lengths", None),  # ours
+      normalizes_in_graph=bool(normalized.numpy()) if normalized is not None
+      else False, keep_alive=loaded)
+
+
+def saved_model_embedder(model: str) -> Embedder:
+  """An export, a pair in one directory, a SavedModel or a TF Serving base."""
+  if not tf.io.gfile.isdir(model):
+    raise FileNotFoundError(f"--model={model} is not a directory.")
+  # An export of ours: its published version, resolved once, so that the
+  # encoder and the preprocessor are of the same export (export/publish.py).
+  model = publish.resolve(model)
+  if all(_is_saved_model(os.path.join(model, name))
+         for name in ("encoder", "preprocessor")):
+    return pair_embedder(
+        tf.saved_model.load(os.path.join(model, "preprocessor")),
+        tf.saved_model.load(os.path.join(model, "encoder")))
+  if _is_saved_model(model):
+    return signature_embedder(model)
+  versions = [int(name) for name in tf.io.gfile.listdir(model)
+              if name.strip("/").isdigit()
+              and _is_saved_model(os.path.join(model, name.strip("/")))]
+  if os.path.isdir(os.path.join(model, "serving")) and not versions:
+    return saved_model_embedder(os.path.join(model, "serving"))
+  if versions:
+    return signature_embedder(os.path.join(model, str(max(versions))))
+  raise FileNotFoundError(
+      f"--model={model} holds no SavedModel: expected encoder/ and "
+      "preprocessor/, a saved_model.pb, or version directories <base>/N/.")
+
+
+def _is_saved_model(path: str) -> bool:
+  return tf.io.gfile.exists(os.path.join(path, "saved_model.pb"))

@@ -1,0 +1,1 @@
+"""Tests of the contextual_lensing project, beside its code."""

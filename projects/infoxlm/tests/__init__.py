@@ -1,0 +1,1 @@
+"""Tests of the infoxlm project, beside its code."""

@@ -1,0 +1,38 @@
+"""The registered InfoXLM experiments (projects/infoxlm/experiments.py)."""
+import os
+
+from cmlm.projects.infoxlm import registry_imports  # noqa: F401  (registers the project)
+from official.core import exp_factory
+
+
+def test_base_is_the_papers_recipe():
+  params = exp_factory.get_exp_config("infoxlm/base")
+  objectives = params.task.objectives
+  assert set(objectives.names()) == {"mmlm", "tlm", "xlco"}
+  assert all(getattr(objectives, n).weight == 1 for n in objectives.names())
+  xlco = objectives.xlco
+  assert (xlco.layer, xlco.momentum, xlco.queue_size, xlco.pooling) == (
+      8, 0.999, 131_072, "cls")
+  assert xlco.train_data.mixup
+  assert objectives.mmlm.train_data.sampling_exponent == 0.7
+  assert objectives.mmlm.train_data.global_batch_size == 2048
+  encoder = params.task.model.encoder
+  assert (encoder.num_layers, encoder.hidden_size) == (12, 768)
+  assert params.trainer.train_steps == 150_000
+  optimizer = params.trainer.optimizer_config
+  assert optimizer.learning_rate.polynomial.initial_learning_rate == 2e-4
+  assert optimizer.warmup.linear.warmup_steps == 10_000
+  assert optimizer.optimizer.adamw.beta_2 == 0.98
+
+
+def test_tiny_reads_the_offline_data():
+  params = exp_factory.get_exp_config("infoxlm/tiny")
+  objectives = params.task.objectives
+  for part in objectives.mmlm.train_data.input_path.split(","):
+    assert os.path.exists(part.split("=", 1)[1]), part
+  for part in objectives.tlm.train_data.input_path.split(","):
+    for path in part.split("|"):
+      assert os.path.exists(path), path
+  assert objectives.xlco.layer < params.task.model.encoder.num_layers
+  assert objectives.xlco.queue_size >= (
+      2 * objectives.xlco.train_data.global_batch_size)

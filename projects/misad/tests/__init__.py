@@ -1,0 +1,1 @@
+"""Tests of the misad project, beside its code."""

@@ -1,0 +1,68 @@
+"""`python -m cmlm ngrams`: PMI n-grams of a corpus, marked (Li et al. 2020,
+section 3.1); errors are one line, nothing half-written."""
+import subprocess
+import sys
+
+from cmlm.projects.misad import pmi_ngrams
+from tests import helpers
+
+
+def run_ngrams(*args):
+  return subprocess.run([sys.executable, "-m", "cmlm", "ngrams", *args],
+                        cwd=helpers.REPO_ROOT, capture_output=True, text=True,
+                        timeout=120)
+
+
+def test_marks_a_corpus_with_progress_and_the_code_formula(tmp_path):
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("New York is big. I love New York. New York, New York!\n"
+                    "We left New York. The car is big.\n")
+  output = tmp_path / "marked.txt"
+  result = run_ngrams(f"--input={corpus}", f"--output={output}",
+                      "--formula=code", "--top_k=1", "--max_ngram_length=3")
+  assert result.returncode == 0, result.stderr
+  assert "ngrams: wrote" in result.stderr
+  lines = output.read_text().splitlines()
+  words, spans = pmi_ngrams.parse_marked(lines[0])
+  assert words[:2] == ["new", "york"] and spans
+  # The same call again, replacing: the same bytes.
+  first = output.read_bytes()
+  assert run_ngrams(f"--input={corpus}", f"--output={output}",
+                    "--formula=code", "--top_k=1", "--max_ngram_length=3",
+                    "--overwrite").returncode == 0
+  assert output.read_bytes() == first
+
+
+def test_user_errors_are_one_line_and_write_nothing(tmp_path):
+  output = tmp_path / "marked.txt"
+  result = run_ngrams(f"--input={tmp_path / 'missing'}",
+                      f"--output={output}")
+  assert result.returncode == 2
+  assert result.stderr.strip().count("\n") == 0
+  assert "cmlm ngrams: error:" in result.stderr
+  assert not output.exists()
+  result = run_ngrams("--output=x.txt")
+  assert result.returncode == 2 and "needs --input" in result.stderr
+  output.write_text("keep me")
+  corpus = tmp_path / "c.txt"
+  corpus.write_text("a b. a b.\n")
+  result = run_ngrams(f"--input={corpus}", f"--output={output}")
+  assert result.returncode == 2 and "--overwrite" in result.stderr
+  assert output.read_text() == "keep me"
+  result = run_ngrams(f"--input={corpus}", f"--output={tmp_path}/o.txt",
+                      "--top_k=0")
+  assert result.returncode == 2 and "top_k must be 1 or more" in result.stderr
+
+
+def test_help_lists_the_command_s_own_flags_and_the_command_is_listed():
+  """The project's command is registered: in `python -m cmlm --help` and
+  with exactly its own flags (moved from tests/cmlm/test_cli.py)."""
+  from tests.cmlm import test_cli  # pylint: disable=g-import-not-at-top
+  result = run_ngrams("--help")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.startswith("usage: python -m cmlm ngrams ")
+  assert test_cli.listed_flags(result.stdout) == {
+      "input", "output", "max_ngram_length", "min_count", "top_k", "formula",
+      "document_unit", "keep_unmarked", "overwrite", "verbosity"}
+  listing = test_cli.run_cli("--help")
+  assert "\n  ngrams  Mark a corpus's PMI n-grams" in listing.stdout

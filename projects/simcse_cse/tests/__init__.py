@@ -1,0 +1,1 @@
+"""Tests of the simcse_cse project, beside its code."""

@@ -1,0 +1,89 @@
+"""Reading checkpoints by item name: which checkpoint, which items, which
+parts of the encoder.
+
+A checkpoint of a run names its items (`SentenceEncoderModel.checkpoint_items`,
+training/task.py): `encoder`, `<objective>_head`, `<objective>_state`, and
+Model Garden's `model`, `optimizer`, `global_step`. The encoder item's parts
+are the `transformer`, the CMLM `projection_head` and a trained
+`pooling_head`, each present only when the run had it. Every reader of a
+checkpoint (a run starting from `task.init_checkpoint`, export, eval,
+encode, pcr) finds it with `resolve` and reads the encoder through
+`encoder_view`, so all of them follow the same rules.
+"""
+import os
+from typing import List, Set, Tuple
+
+import tensorflow as tf
+
+ENCODER = "encoder"
+# The pooling head's name in checkpoints written before pooling heads were
+# registered (the contextual lensing runs called it the encoder's `lens`).
+_LEGACY_PART_NAMES = {"pooling_head": "lens"}
+
+
+def resolve(path: str, what: str = "task.init_checkpoint") -> str:
+  """The checkpoint prefix `path` names: itself (`DIR/ckpt-N`), or the
+  latest checkpoint of a directory; one clear error when there is none."""
+  if tf.io.gfile.isdir(path):
+    found = tf.train.latest_checkpoint(path)
+    if not found:
+      raise FileNotFoundError(f"{what}={path} is a directory without a "
+                              "checkpoint; give a run directory or "
+                              "DIR/ckpt-N.")
+    return found
+  if not tf.io.gfile.exists(path + ".index"):
+    raise FileNotFoundError(
+        f"{what}={path} does not exist (no {os.path.basename(path)}.index); "
+        "give a run directory or a prefix such as "
+        f"{os.path.join(os.path.dirname(path) or 'MODEL_DIR', 'ckpt-1000')}.")
+  return path
+
+
+def item_names(checkpoint_path: str) -> Set[str]:
+  """The top-level item names a checkpoint holds (encoder, cmlm_head, ...)."""
+  return {key.split("/", 1)[0]
+          for key, _ in tf.train.list_variables(checkpoint_path)}
+
+
+def encoder_part_names(checkpoint_path: str) -> Set[str]:
+  """The parts of the `encoder` item a checkpoint holds (transformer, ...)."""
+  return {key.split("/")[1]
+          for key, _ in tf.train.list_variables(checkpoint_path)
+          if key.startswith(ENCODER + "/") and key.count("/") > 1}
+
+
+def encoder_view(encoder, checkpoint_path: str, allow_fresh: bool = False
+                 ) -> Tuple[tf.train.Checkpoint, List[str]]:
+  """The `encoder` item of `checkpoint_path` mapped onto `encoder`'s parts.
+
+  The transformer must be there. A part with weights that the checkpoint
+  lacks (a pooling head over an imported core, a projection head for a CMLM
+  stage after a run that trained none) starts from its initialisation when
+  `allow_fresh` (a run starting from `task.init_checkpoint`) and is an
+  error otherwise (export, eval: they must read what was trained).
+
+  Returns:
+    (the checkpoint object to read the `encoder` item with, the names of
+    the parts left fresh).
+  """
+  stored = encoder_part_names(checkpoint_path)
+  if "transformer" not in stored:
+    raise ValueError(f"The checkpoint {checkpoint_path} has no encoder "
+                     "transformer (it is not a sentence-encoder run's).")
+  parts = {"transformer": encoder.transformer}
+  fresh = []
+  for name in ("projection_head", "pooling_head"):
+    part = getattr(encoder, name)
+    if part is None or not part.weights:
+      continue
+    stored_as = next((n for n in (name, _LEGACY_PART_NAMES.get(name))
+                      if n in stored), None)
+    if stored_as:
+      parts[stored_as] = part
+    elif allow_fresh:
+      fresh.append(name)
+    else:
+      raise ValueError(f"The checkpoint {checkpoint_path} has no encoder "
+                       f"{name}, which this run's config builds; it is from "
+                       "another config.")
+  return tf.train.Checkpoint(**parts), fresh
