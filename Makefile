@@ -32,11 +32,11 @@ demo: $(STAMP)
 	$(PY) -m cmlm demo
 
 test: $(TEST_STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q
 
 # Everything but the end-to-end tests marked slow.
 test-fast: $(TEST_STAMP)
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	$(PY) benchmarks/train_step.py
@@ -47,3 +47,12 @@ bench-st: $(TEST_STAMP)
 
 clean:
 	rm -rf runs .pytest_cache
+
+# The documentation: the command reference regenerated from the commands'
+# flags (docs/generate_reference.py), then the site (mkdocs.yml) built with
+# --strict into build/site/: a broken link or a page missing from the
+# navigation fails it.
+.PHONY: docs
+docs: $(TEST_STAMP)
+	$(PY) docs/generate_reference.py
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
