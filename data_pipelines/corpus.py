@@ -5,8 +5,8 @@ adjacent sentences. This module turns plain text into those pairs:
 
   path spec -> files -> documents (blank-line separated) -> sentences -> pairs
 
-A path spec is a file, a directory (every `*.txt` under it, recursively, in
-sorted order), a glob, or a comma-separated list of those. Within a file,
+A path spec is a file, a directory (every `*.txt` and `*.txt.gz` under it,
+recursively, in sorted order; `.gz` files are read through gzip), a glob, or a comma-separated list of those. Within a file,
 blank lines separate documents and the end of a file ends a document; the
 lines of a document are joined with spaces (hard-wrapped prose) and then cut
 into sentences by `sentence_splitter.split_sentences`. Pairs never cross a
@@ -19,9 +19,11 @@ split is deterministic and does not depend on file order.
 """
 import dataclasses
 import glob
+import gzip
 import os
 import zlib
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence
+from typing import Tuple
 
 from cmlm.data_pipelines import sentence_splitter
 from cmlm.data_pipelines import text_lines
@@ -29,6 +31,8 @@ from cmlm.data_pipelines import text_lines
 SPLITS = ('all', 'train', 'heldout')
 # Metadata files that a directory of corpus files may carry beside the text.
 METADATA_FILE_NAMES = frozenset(['SOURCE.txt', 'LICENSE.txt', 'README.txt'])
+# The files of a directory that hold text (`.gz` ones are read through gzip).
+TEXT_FILE_SUFFIXES = ('.txt', '.txt.gz')
 
 
 class CorpusError(ValueError):
@@ -62,7 +66,8 @@ def _text_files_under(directory: str) -> List[str]:
   found = []
   for root, _, names in os.walk(directory):
     found.extend(os.path.join(root, name) for name in names
-                 if name.endswith('.txt') and name not in METADATA_FILE_NAMES)
+                 if name.endswith(TEXT_FILE_SUFFIXES)
+                 and name not in METADATA_FILE_NAMES)
   return sorted(found)
 
 
@@ -86,8 +91,8 @@ def expand_path_spec(path_spec: str) -> List[str]:
       if os.path.isdir(match):
         text_files = _text_files_under(match)
         if not text_files:
-          raise CorpusError(
-              f'The corpus directory {match!r} contains no *.txt files.')
+          raise CorpusError(f'The corpus directory {match!r} contains no '
+                            '*.txt or *.txt.gz files.')
         files.extend(text_files)
       else:
         files.append(match)
@@ -96,31 +101,39 @@ def expand_path_spec(path_spec: str) -> List[str]:
 
 def _file_documents(path: str, stats: CorpusStats,
                     skip_invalid_lines: bool = False) -> Iterator[str]:
-  """Yields the blank-line separated documents of one UTF-8 text file.
+  """Yields the blank-line separated documents of one UTF-8 text file
+  (through gzip when its name ends in `.gz`)."""
+  with (gzip.open if path.endswith('.gz') else open)(path, 'rb') as f:
+    yield from file_object_documents(f, path, stats, skip_invalid_lines)
+
+
+def file_object_documents(f: BinaryIO, path: str, stats: CorpusStats,
+                          skip_invalid_lines: bool = False) -> Iterator[str]:
+  """Yields the blank-line separated documents of an open UTF-8 text file.
 
   LF, CRLF and CR end lines alike (`text_lines`). A line that is not UTF-8
-  fails the file, or with `skip_invalid_lines` is skipped (it neither joins
-  nor ends a document) and counted in `stats`.
+  fails the file (`path` names it), or with `skip_invalid_lines` is skipped
+  (it neither joins nor ends a document) and counted in `stats`. The Beam
+  pipeline (`beam_text`) reads its files, local or not, through this.
   """
   lines = []
-  with open(path, 'rb') as f:
-    for line_number, raw_line in enumerate(text_lines.iter_lines(f), start=1):
-      try:
-        line = raw_line.decode('utf-8-sig' if line_number == 1 else 'utf-8')
-      except UnicodeDecodeError as e:
-        if skip_invalid_lines:
-          stats.skipped_invalid_lines += 1
-          continue
-        raise CorpusError(
-            f'The corpus file {path!r} is not UTF-8 text (byte '
-            f'{raw_line[e.start:e.start + 1]!r} on line {line_number}); '
-            'convert it to UTF-8, or set skip_invalid_lines to skip and count '
-            'such lines.') from None
-      if line.strip():
-        lines.append(line)
-      elif lines:
-        yield sentence_splitter.normalize_whitespace(' '.join(lines))
-        lines = []
+  for line_number, raw_line in enumerate(text_lines.iter_lines(f), start=1):
+    try:
+      line = raw_line.decode('utf-8-sig' if line_number == 1 else 'utf-8')
+    except UnicodeDecodeError as e:
+      if skip_invalid_lines:
+        stats.skipped_invalid_lines += 1
+        continue
+      raise CorpusError(
+          f'The corpus file {path!r} is not UTF-8 text (byte '
+          f'{raw_line[e.start:e.start + 1]!r} on line {line_number}); '
+          'convert it to UTF-8, or set skip_invalid_lines to skip and count '
+          'such lines.') from None
+    if line.strip():
+      lines.append(line)
+    elif lines:
+      yield sentence_splitter.normalize_whitespace(' '.join(lines))
+      lines = []
   if lines:
     yield sentence_splitter.normalize_whitespace(' '.join(lines))
 

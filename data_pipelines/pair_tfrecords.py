@@ -16,11 +16,18 @@ sentences, packed to the run's `seq_length`; needs its tokenization) or
 budget, and the input pipeline refuses records built for another unit.
 
 Shard names follow `{output_prefix}.tfrecord-{index:05d}-of-{count:05d}`.
+Without a seed, pairs are dealt to the shards in corpus order. With `seed`,
+each record's place comes from a keyed hash of its bytes (`record_order_key`):
+the shard is the key modulo the shard count and a shard holds its records in
+key order. That order depends on nothing but the records and the seed, so the
+Beam pipeline (`beam_pairs`, any runner, any number of workers) and this
+writer give byte-identical shards for the same corpus and seed.
 """
+import hashlib
 import json
 import os
 import uuid
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -45,12 +52,38 @@ def shard_paths(output_prefix: str, num_shards: int) -> List[str]:
           for index in range(num_shards)]
 
 
-def _pair_example(s1: str, s2: str) -> bytes:
-  def bytes_feature(text):
-    return tf.train.Feature(
-        bytes_list=tf.train.BytesList(value=[text.encode('utf-8')]))
+def text_example(**texts: str) -> bytes:
+  """A serialized `tf.train.Example` with one bytes feature per text."""
   return tf.train.Example(features=tf.train.Features(feature={
-      's1': bytes_feature(s1), 's2': bytes_feature(s2)})).SerializeToString()
+      name: tf.train.Feature(bytes_list=tf.train.BytesList(
+          value=[text.encode('utf-8')])) for name, text in texts.items()})
+                         ).SerializeToString()
+
+
+def pair_example(s1: str, s2: str, language: str = '') -> bytes:
+  """A serialized pair record; `language` (a corpus key) only when given."""
+  if language:
+    return text_example(s1=s1, s2=s2, language=language)
+  return text_example(s1=s1, s2=s2)
+
+
+def record_order_key(record: bytes, seed: int) -> int:
+  """The 64-bit place of a serialized record in seeded shards: BLAKE2b of
+  its bytes keyed by the seed (the same in every process and runner)."""
+  digest = hashlib.blake2b(record, digest_size=8,
+                           key=str(seed).encode('ascii')).digest()
+  return int.from_bytes(digest, 'big')
+
+
+def seeded_shards(records: Iterable[bytes], seed: int,
+                  num_shards: int) -> List[List[bytes]]:
+  """`records` dealt to `num_shards` lists by `record_order_key`, each in key
+  order (equal records, equal keys: ties cannot change the bytes)."""
+  shards = [[] for _ in range(num_shards)]
+  for record in records:
+    key = record_order_key(record, seed)
+    shards[key % num_shards].append((key, record))
+  return [[record for _, record in sorted(shard)] for shard in shards]
 
 
 def metadata_path(output_prefix: str) -> str:
@@ -78,16 +111,32 @@ def check_pair_metadata(files: Sequence[str], pair_unit: str,
           f'write_pair_tfrecords(pair_unit={pair_unit!r}) or set pair_unit.')
 
 
+def write_pair_manifest(output_prefix: str, pair_unit: str,
+                        max_tokens: Optional[int], pairs: int,
+                        **details) -> None:
+  """Writes `{output_prefix}.pairs.json`: how the pairs were built (the
+  input pipeline checks `pair_unit` and `max_tokens`), their count and any
+  `details` (the Beam pipeline adds languages, seed, shards)."""
+  with tf.io.gfile.GFile(metadata_path(output_prefix), 'w') as f:
+    json.dump({'pair_unit': pair_unit, 'max_tokens': max_tokens,
+               'pairs': pairs, **details}, f, sort_keys=True)
+
+
 def write_pair_tfrecords(path_spec: str, output_prefix: str, num_shards: int,
                          split: str = 'all', heldout_percent: int = 0,
                          pair_unit: str = 'sentence',
                          tokenization_config: Optional[
-                             tokenization.TokenizationConfig] = None
+                             tokenization.TokenizationConfig] = None,
+                         seed: Optional[int] = None,
+                         skip_invalid_lines: bool = False
                          ) -> Tuple[List[str], corpus.CorpusStats]:
   """Writes the sentence pairs of a text corpus to `num_shards` TFRecord files.
 
-  Pairs are dealt to the shards in turn, so each shard holds a similar number
-  and neighbouring pairs of a document land in different shards. Every shard
+  Without `seed`, pairs are dealt to the shards in turn (streamed: memory
+  stays bounded), so each shard holds a similar number and neighbouring
+  pairs of a document land in different shards. With `seed` they are
+  shuffled as the Beam pipeline shuffles them (`seeded_shards`; every
+  record is held in memory until written). Every shard
   is written under a temporary name and renamed only once all are complete:
   on any error no output file is left behind.
 
@@ -100,6 +149,8 @@ def write_pair_tfrecords(path_spec: str, output_prefix: str, num_shards: int,
     pair_unit: 'sentence' or 'sequence' (see `sequence_packing`).
     tokenization_config: the run's tokenization; 'sequence' packs to its
       `seq_length` with its tokenizer.
+    seed: shuffle as `seeded_shards` does (the Beam pipeline's order).
+    skip_invalid_lines: skip and count lines that are not UTF-8.
 
   Returns:
     The shard paths and the corpus statistics.
@@ -124,7 +175,8 @@ def write_pair_tfrecords(path_spec: str, output_prefix: str, num_shards: int,
   writers = [tf.io.TFRecordWriter(path) for path in temporary_paths]
   try:
     documents = corpus.sentence_documents(
-        corpus.read_documents(path_spec, split, heldout_percent, stats), stats)
+        corpus.read_documents(path_spec, split, heldout_percent, stats,
+                              skip_invalid_lines), stats)
     if pair_unit == 'sequence':
       max_tokens = tokenization_config.seq_length - 2
       pairs = sequence_packing.sequence_pairs(
@@ -133,8 +185,15 @@ def write_pair_tfrecords(path_spec: str, output_prefix: str, num_shards: int,
     else:
       max_tokens = None
       pairs = corpus.sentence_pairs(documents, stats)
-    for index, (s1, s2) in enumerate(pairs):
-      writers[index % num_shards].write(_pair_example(s1, s2))
+    records = (pair_example(s1, s2) for s1, s2 in pairs)
+    if seed is None:
+      for index, record in enumerate(records):
+        writers[index % num_shards].write(record)
+    else:
+      for writer, shard in zip(writers,
+                               seeded_shards(records, seed, num_shards)):
+        for record in shard:
+          writer.write(record)
     for writer in writers:
       writer.close()
     if not stats.pairs:
@@ -143,9 +202,7 @@ def write_pair_tfrecords(path_spec: str, output_prefix: str, num_shards: int,
           f'({stats}).')
     for temporary_path, final_path in zip(temporary_paths, final_paths):
       tf.io.gfile.rename(temporary_path, final_path, overwrite=True)
-    with tf.io.gfile.GFile(metadata_path(output_prefix), 'w') as f:
-      json.dump({'pair_unit': pair_unit, 'max_tokens': max_tokens,
-                 'pairs': stats.pairs}, f)
+    write_pair_manifest(output_prefix, pair_unit, max_tokens, stats.pairs)
   except BaseException:
     for writer in writers:
       writer.close()

@@ -106,17 +106,26 @@ def sequence_pairs(documents: Iterable[Sequence[str]],
   yield from _block_pairs(block, count_tokens, max_tokens, stats)
 
 
+def packed_documents(documents: Sequence[Sequence[str]],
+                     count_tokens: TokenCounter, max_tokens: int
+                     ) -> List[List[str]]:
+  """Each document's packed sequences, counting all its sentences' tokens in
+  one `count_tokens` call (the Beam pipeline packs a batch of documents)."""
+  counts = count_tokens([sentence for document in documents
+                         for sentence in document])
+  packed, offset = [], 0
+  for document in documents:
+    document_counts = counts[offset:offset + len(document)]
+    offset += len(document)
+    packed.append([' '.join(document[begin:end]) for begin, end in
+                   pack_sentences(document_counts, max_tokens)])
+  return packed
+
+
 def _block_pairs(block, count_tokens, max_tokens, stats):
   if not block:
     return
-  counts = count_tokens([sentence for document in block
-                         for sentence in document])
-  offset = 0
-  for document in block:
-    document_counts = counts[offset:offset + len(document)]
-    offset += len(document)
-    sequences = [' '.join(document[begin:end]) for begin, end in
-                 pack_sentences(document_counts, max_tokens)]
+  for sequences in packed_documents(block, count_tokens, max_tokens):
     for s1, s2 in zip(sequences[:-1], sequences[1:]):
       if stats is not None:
         stats.pairs += 1

@@ -95,7 +95,7 @@ def test_empty_corpus_is_a_clear_error(tmp_path):
   with pytest.raises(corpus.CorpusError, match='contains no text'):
     list(corpus.read_documents(str(tmp_path)))
   (tmp_path / 'sub').mkdir()
-  with pytest.raises(corpus.CorpusError, match='contains no \\*.txt files'):
+  with pytest.raises(corpus.CorpusError, match='contains no \\*.txt or'):
     corpus.expand_path_spec(str(tmp_path / 'sub'))
 
 
@@ -112,3 +112,16 @@ def test_non_utf8_file_is_a_clear_error_naming_file_and_line(tmp_path):
 def test_bad_split_is_a_clear_error(tmp_path):
   with pytest.raises(corpus.CorpusError, match="split 'test' is not one of"):
     corpus.read_documents(str(tmp_path), split='test')
+
+
+def test_gzipped_text_reads_like_plain_text(tmp_path):
+  import gzip  # pylint: disable=g-import-not-at-top
+  text = 'One sentence here. And a second one.\n\nA new document. It ends.\n'
+  (tmp_path / 'plain').mkdir()
+  (tmp_path / 'zipped').mkdir()
+  (tmp_path / 'plain' / 'a.txt').write_text(text)
+  with gzip.open(tmp_path / 'zipped' / 'a.txt.gz', 'wt') as f:
+    f.write(text)
+  plain = list(corpus.read_documents(str(tmp_path / 'plain')))
+  assert list(corpus.read_documents(str(tmp_path / 'zipped'))) == plain
+  assert len(plain) == 2
