@@ -1,0 +1,170 @@
+"""Shuffled, sharded output of the Beam pipelines, published whole or not at
+all.
+
+`WriteSeededShards` deals serialized records to shards exactly as
+`pair_tfrecords.seeded_shards` does (a keyed BLAKE2b of each record's bytes:
+shard = key mod count, key order inside a shard), so the output depends only
+on the records and the seed: the same bytes from any runner, any number of
+workers, any order of processing, and from the one-process writer. Each
+shard is written by one worker, which sorts it in memory: choose the shard
+count so that a shard stays well under a worker's memory (~1 GB).
+
+Shards are written under a temporary directory beside the output
+(`.{name}.tmp-{id}/`); `publish` renames them to their final names once
+the job has succeeded and writes the manifest last. `temporary_output`
+removes the temporary directory on any exit, so a failed, killed or
+interrupted job leaves no half-written output behind.
+"""
+import contextlib
+import json
+import os
+import uuid
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+import apache_beam as beam
+import tensorflow as tf
+
+from cmlm.data_pipelines import pair_tfrecords
+
+SUMMARY_NAME = 'summary.json'
+# A record and the language it counts for in the shard summaries.
+LanguageRecord = Tuple[str, bytes]
+
+
+def write_tfrecord_shard(path: str, records: List[bytes]) -> None:
+  with tf.io.TFRecordWriter(path) as writer:
+    for record in records:
+      writer.write(record)
+
+
+def write_text_shard(path: str, records: List[bytes]) -> None:
+  """Text blocks (each ending in a newline), a blank line between blocks."""
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    f.write(b'\n'.join(records))
+
+
+class _WriteShard(beam.DoFn):
+  """(shard index, records) -> the shard file; yields {language: records}."""
+
+  def __init__(self, directory: str, names: List[str], seed: int,
+               write: Callable[[str, List[bytes]], None]):
+    self._directory, self._names = directory, names
+    self._seed, self._write = seed, write
+
+  def process(self, element) -> Iterator[Dict[str, int]]:
+    index, values = element
+    keyed = sorted((pair_tfrecords.record_order_key(record, self._seed),
+                    record, language)
+                   for language, record in (v for v in values if v is not None))
+    self._write(os.path.join(self._directory, self._names[index]),
+                [record for _, record, _ in keyed])
+    counts = {}
+    for _, _, language in keyed:
+      counts[language] = counts.get(language, 0) + 1
+    yield counts
+
+
+def _merge_counts(summaries: Iterable[Dict[str, int]]) -> Dict[str, int]:
+  merged = {}
+  for summary in summaries:
+    for language, value in summary.items():
+      merged[language] = merged.get(language, 0) + value
+  return merged
+
+
+def _write_summary(counts: Dict[str, int], directory: str) -> None:
+  with tf.io.gfile.GFile(os.path.join(directory, SUMMARY_NAME), 'w') as f:
+    json.dump(counts, f, sort_keys=True)
+
+
+class WriteSeededShards(beam.PTransform):
+  """(language, serialized record) -> `names` shard files in `directory`.
+
+  Every shard is written, empty ones too; `directory/summary.json` holds
+  the records written per language once every shard is complete.
+  """
+
+  def __init__(self, directory: str, names: List[str], seed: int,
+               write: Callable[[str, List[bytes]], None] = write_tfrecord_shard):
+    super().__init__()
+    self._directory, self._names, self._seed = directory, names, seed
+    self._write = write
+
+  def expand(self, records):
+    seed, num_shards = self._seed, len(self._names)
+    keyed = records | 'ShardOf' >> beam.Map(
+        lambda item: (pair_tfrecords.record_order_key(item[1], seed)
+                      % num_shards, item))
+    every_shard = records.pipeline | 'EveryShard' >> beam.Create(
+        [(index, None) for index in range(num_shards)])
+    return ((keyed, every_shard)
+            | 'WithEmptyShards' >> beam.Flatten()
+            | 'GroupByShard' >> beam.GroupByKey()
+            | 'WriteShard' >> beam.ParDo(_WriteShard(
+                self._directory, self._names, seed, self._write))
+            | 'Total' >> beam.CombineGlobally(_merge_counts)
+            | 'WriteSummary' >> beam.Map(_write_summary, self._directory))
+
+
+@contextlib.contextmanager
+def temporary_output(output_prefix: str) -> Iterator[str]:
+  """A new temporary directory beside `output_prefix`, removed on any exit
+  (a dot-directory: a glob of the output never matches it)."""
+  parent = os.path.dirname(output_prefix) or '.'
+  tf.io.gfile.makedirs(parent)
+  directory = os.path.join(parent, f'.{os.path.basename(output_prefix)}'
+                                   f'.tmp-{uuid.uuid4().hex[:12]}')
+  tf.io.gfile.makedirs(directory)
+  try:
+    yield directory
+  finally:
+    if tf.io.gfile.exists(directory):
+      tf.io.gfile.rmtree(directory)
+
+
+def read_summary(directory: str, names: List[str]) -> Dict[str, int]:
+  """The records per language of a finished job; raises RuntimeError if a
+  shard or the summary is missing (the job did not complete)."""
+  missing = [name for name in names + [SUMMARY_NAME]
+             if not tf.io.gfile.exists(os.path.join(directory, name))]
+  if missing:
+    raise RuntimeError(f'The job ended without writing {missing[:3]} in '
+                       f'{directory}; nothing was published.')
+  with tf.io.gfile.GFile(os.path.join(directory, SUMMARY_NAME)) as f:
+    return json.load(f)
+
+
+def existing_outputs(paths: List[str], glob_pattern: str) -> List[str]:
+  """The files among `paths` and `glob_pattern`'s matches that exist."""
+  found = [path for path in paths if tf.io.gfile.exists(path)]
+  return sorted(set(found + tf.io.gfile.glob(glob_pattern)))
+
+
+def publish(directory: str, names: List[str], output_prefix: str,
+            old_outputs: List[str], manifest_path: str,
+            write_manifest: Callable[[], None],
+            final_names: Optional[List[str]] = None) -> List[str]:
+  """Replaces `old_outputs` by the shards of `directory`, manifest last.
+
+  The old manifest goes first, so a reader never sees a manifest beside
+  shards it does not describe; if a rename fails, the shards already renamed
+  are removed again. Returns the final shard paths.
+  """
+  parent = os.path.dirname(output_prefix) or '.'
+  final_paths = [os.path.join(parent, name) for name in final_names or names]
+  for path in sorted(old_outputs, key=lambda p: p != manifest_path):
+    tf.io.gfile.remove(path)
+  renamed = []
+  try:
+    for name, final_path in zip(names, final_paths):
+      tf.io.gfile.rename(os.path.join(directory, name), final_path,
+                         overwrite=True)
+      renamed.append(final_path)
+    write_manifest()
+  except BaseException:
+    for path in renamed:
+      tf.io.gfile.remove(path)
+    if tf.io.gfile.exists(manifest_path):
+      tf.io.gfile.remove(manifest_path)
+    raise
+  return final_paths
