@@ -18,6 +18,11 @@ Commands:
   import  pretrained BERT weights (Hugging Face, sentence-transformers, Model
           Garden, TF-Hub) as a training run at step 0, ready to export or
           to train from (training/import_run.py)
+  prepare build training records from a corpus at scale (Apache Beam):
+          text files (local or gs://, .txt/.gz, LANG=keys) to the shuffled,
+          sharded TFRecords training streams, or bitext to records;
+          DirectRunner here, Dataflow/Flink/Spark on a cluster
+          (data_pipelines/beam_pairs.py)
   eval    evaluate any sentence encoder on STS, SentEval transfer, Tatoeba,
           parallel mining and the language distribution of retrieved
           sentences; writes report.json and report.md (evaluation/runner.py)

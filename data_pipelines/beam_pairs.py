@@ -162,7 +162,7 @@ def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
   Raises:
     ValueError, corpus.CorpusError: a bad setting or input, before the job.
     FileExistsError: the output exists and `overwrite` is False.
-    RuntimeError: the job produced no pairs (nothing is published).
+    corpus.CorpusError: the job found no pair (nothing is published).
   """
   stream = stream or sys.stderr
   config.check()
@@ -187,7 +187,7 @@ def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
     counts = beam_text.query_counts(result)
     pairs_by_language = beam_shards.read_summary(directory, names)
     if not sum(pairs_by_language.values()):
-      raise RuntimeError(
+      raise corpus.CorpusError(
           f'The input {input_spec!r} gave no sentence pairs; nothing was '
           f'written.\n{beam_text.report_table(counts)}')
     max_tokens = (config.tokenization_config.seq_length - 2

@@ -105,7 +105,7 @@ def _expand_path(path: str) -> List[str]:
   return sorted(metadata.path for metadata in matches)
 
 
-class _Prefixed:
+class Prefixed:
   """A binary reader that returns `head` before the rest of `f`."""
 
   def __init__(self, head: bytes, f):
@@ -152,7 +152,7 @@ class ReadDocuments(beam.DoFn):
           count('files_binary', language)
           return
         for paragraph in corpus.file_object_documents(
-            _Prefixed(head, f), path, stats, skip_invalid_lines=True):
+            Prefixed(head, f), path, stats, skip_invalid_lines=True):
           found += 1
           if self._unit == 'file':
             paragraphs.append(paragraph)

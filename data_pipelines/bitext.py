@@ -9,10 +9,15 @@ Two layouts, mixed freely in one comma-separated path spec:
 Files ending in `.gz` are read through gzip. Every problem is reported with its
 file and line: a line that is not UTF-8, a row with too few columns, an empty
 side, or aligned files whose line counts differ.
+
+TFRecord files (`*.tfrecord`, `*.tfrecord-*`) of `source` / `target`
+records, which `python -m cmlm prepare --data=bitext` writes
+(`beam_bitext`), are read as pairs too, in record order.
 """
 import glob
 import gzip
 import itertools
+import os
 from typing import Iterator, List, Tuple
 
 from cmlm.data_pipelines import corpus
@@ -41,11 +46,33 @@ def _lines(path: str) -> Iterator[Tuple[int, str]]:
     raise BitextError(f"Cannot read bitext file {path}: {e}.") from None
 
 
-def _expand(part: str) -> List[str]:
+def expand_files(part: str) -> List[str]:
+  """The files of one part of a path spec: a file or a glob (sorted)."""
   files = sorted(glob.glob(part)) if any(c in part for c in "*?[") else [part]
   if not files:
     raise BitextError(f"No bitext file matches {part!r}.")
   return files
+
+
+def _is_tfrecord(path: str) -> bool:
+  name = os.path.basename(path)
+  return name.endswith(".tfrecord") or ".tfrecord-" in name
+
+
+def read_tfrecord_pairs(path: str) -> Iterator[Tuple[str, str]]:
+  """(source, target) of the records of one TFRecord file, in order."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  spec = {side: tf.io.FixedLenFeature([], tf.string)
+          for side in ("source", "target")}
+  try:
+    for batch in tf.data.TFRecordDataset(path).batch(1024):
+      features = tf.io.parse_example(batch, spec)
+      for source, target in zip(features["source"].numpy(),
+                                features["target"].numpy()):
+        yield source.decode("utf-8"), target.decode("utf-8")
+  except tf.errors.OpError as e:
+    raise BitextError(f"Cannot read bitext records {path}: "
+                      f"{e.message}.") from None
 
 
 def _check_sides(path, number, source, target):
@@ -101,8 +128,12 @@ def iter_bitext(path_spec: str, source_column: int = -2,
       source_path, target_path = (s.strip() for s in part.split("|", 1))
       yield from read_aligned_pairs(source_path, target_path)
     else:
-      for path in _expand(part):
-        yield from read_tsv_pairs(path, source_column, target_column, header)
+      for path in expand_files(part):
+        if _is_tfrecord(path):
+          yield from read_tfrecord_pairs(path)
+        else:
+          yield from read_tsv_pairs(path, source_column, target_column,
+                                    header)
 
 
 def read_bitext(path_spec: str, source_column: int = -2,

@@ -20,6 +20,7 @@ COMMANDS: Dict[str, str] = {
     "encode": "cmlm.commands.encode",
     "import": "cmlm.commands.import_model",
     "eval": "cmlm.commands.eval",
+    "prepare": "cmlm.commands.prepare",
 }
 CORE_COMMANDS = tuple(COMMANDS)
 

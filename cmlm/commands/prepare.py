@@ -1,0 +1,155 @@
+r"""Prepare a corpus at scale with Apache Beam: text files -> the shuffled,
+sharded TFRecords that training streams (data_pipelines/beam_pairs.py,
+beam_bitext.py). Needs Beam: pip install -r requirements-beam.txt.
+
+    python -m cmlm prepare --input=CORPUS --output=PREFIX \
+        --vocab_file=vocab.txt --seq_length=256 [--num_shards=16] [--seed=0] \
+        [--direct_num_workers=0]                  # the DirectRunner, all cores
+    python -m cmlm prepare --input=en=gs://b/cc/en/*.gz,de=gs://b/cc/de/*.gz \
+        --output=gs://b/pairs/train --vocab_file=gs://b/vocab.txt \
+        --num_shards=4096 --runner=DataflowRunner -- --project=P \
+        --region=us-central1 --temp_location=gs://b/tmp --setup_file=./setup.py
+    python -m cmlm prepare --data=bitext --input=en-de.tsv,a.en|a.de \
+        --output=PREFIX                           # translation pairs
+
+Arguments after `--` are Beam's pipeline options, passed through. The
+output is published only when the job succeeded: shards first, then
+PREFIX.pairs.json (or PREFIX.bitext.json); a table of what was read,
+skipped and why, and pairs by language ends the run.
+"""
+import contextlib
+import importlib.util
+import logging
+import os
+import sys
+from typing import List
+
+from absl import flags
+
+from cmlm.commands import flag_parsing
+
+INSTALL_HINT = ("prepare needs Apache Beam, which `make demo` does not "
+                "install: run `pip install -r requirements-beam.txt` (or "
+                "`pip install -e .[beam]`).")
+
+FLAGS = flag_parsing.command_flags(__name__)
+flags.DEFINE_enum("data", "pairs", ["pairs", "bitext"], "pairs: CMLM pairs "
+                  "from running text (section 3); bitext: translation pairs "
+                  "for bitext retrieval, TLM and XLCo (section 4.2).",
+                  flag_values=FLAGS)
+flags.DEFINE_string("input", None, "pairs: text files (.txt, .txt.gz), a "
+                    "local directory, or globs, local or gs://, "
+                    "comma-separated, each optionally LANG=PATH; bitext: TSV "
+                    "files or globs and source|target line-aligned pairs.",
+                    flag_values=FLAGS)
+flags.DEFINE_string("output", None, "The output prefix: PREFIX.tfrecord-"
+                    "NNNNN-of-NNNNN and the manifest beside them.",
+                    flag_values=FLAGS)
+flags.DEFINE_enum("pair_unit", "sequence", ["sequence", "sentence"],
+                  "sequence: consecutive spans of whole sentences packed to "
+                  "--seq_length - 2 tokens (the paper's unit); sentence: "
+                  "single consecutive sentences.", flag_values=FLAGS)
+flags.DEFINE_string("vocab_file", None, "The run's WordPiece vocabulary "
+                    "(task.tokenization.vocab_file); sequence pairs count "
+                    "tokens with it.", flag_values=FLAGS)
+flags.DEFINE_integer("seq_length", 256, "The run's task.tokenization."
+                     "seq_length (the paper: 256).", flag_values=FLAGS)
+flags.DEFINE_bool("lower_case", True, "The run's task.tokenization."
+                  "lower_case.", flag_values=FLAGS)
+flags.DEFINE_enum("text_normalization", "tf_text", ["tf_text", "huggingface"],
+                  "The run's task.tokenization.text_normalization.",
+                  flag_values=FLAGS)
+flags.DEFINE_enum("document_unit", "paragraph", ["paragraph", "file"],
+                  "paragraph: blank lines separate documents; file: each "
+                  "file is one document.", flag_values=FLAGS)
+flags.DEFINE_enum("split", "all", ["all", "train", "heldout"], "Keep the "
+                  "documents of this split (by a hash of their text).",
+                  flag_values=FLAGS)
+flags.DEFINE_integer("heldout_percent", 0, "Share of documents in the "
+                     "heldout split, in percent.", flag_values=FLAGS)
+flags.DEFINE_integer("num_shards", 16, "Output files; a worker sorts one in "
+                     "memory, so keep a shard under ~1 GB (1B sequence pairs "
+                     "of 256 tokens: ~4096 shards).", flag_values=FLAGS)
+flags.DEFINE_integer("seed", 0, "The shuffle: the same input and seed give "
+                     "the same bytes on any runner.", flag_values=FLAGS)
+flags.DEFINE_string("runner", "DirectRunner", "The Beam runner: DirectRunner "
+                    "(this machine), DataflowRunner, FlinkRunner, "
+                    "SparkRunner, PortableRunner...", flag_values=FLAGS)
+flags.DEFINE_integer("direct_num_workers", 0, "DirectRunner: worker "
+                     "processes (0: one per CPU core; 1: in this process).",
+                     flag_values=FLAGS)
+flags.DEFINE_bool("overwrite", False, "Replace an existing output of the "
+                  "same prefix.", flag_values=FLAGS)
+
+
+def pipeline_args(runner: str, direct_num_workers: int,
+                  passed_through: List[str]) -> List[str]:
+  """Beam's options: the runner, the DirectRunner's processes, then the
+  user's own (which win)."""
+  args = [f"--runner={runner}"]
+  if runner == "DirectRunner":
+    workers = direct_num_workers or os.cpu_count() or 1
+    args.append(f"--direct_num_workers={workers}")
+    if workers > 1:
+      args += ["--direct_running_mode=multi_processing",
+               "--default_sdk_harness_log_level=WARNING"]
+  return args + list(passed_through)
+
+
+@contextlib.contextmanager
+def _quiet_beam_import():
+  """Beam warns at import about optional cloud clients it does not find."""
+  logging.disable(logging.WARNING)
+  try:
+    yield
+  finally:
+    logging.disable(logging.NOTSET)
+
+
+def main(argv) -> None:
+  ours, passed_through = list(argv), []
+  if "--" in ours:
+    index = ours.index("--")
+    ours, passed_through = ours[:index], ours[index + 1:]
+  flag_parsing.parse("prepare", __doc__, FLAGS, ours)
+  if not FLAGS.input or not FLAGS.output:
+    raise ValueError("prepare needs --input=CORPUS and --output=PREFIX.")
+  if importlib.util.find_spec("apache_beam") is None:
+    print(f"cmlm prepare: error: {INSTALL_HINT}", file=sys.stderr)
+    sys.exit(2)
+  args = pipeline_args(FLAGS.runner, FLAGS.direct_num_workers, passed_through)
+  with _quiet_beam_import():
+    # pylint: disable=g-import-not-at-top
+    from cmlm.data_pipelines import beam_bitext
+    from cmlm.data_pipelines import beam_pairs
+    from cmlm.data_pipelines import beam_text
+    from cmlm.data_pipelines import tokenization
+    # pylint: enable=g-import-not-at-top
+  if FLAGS.data == "bitext":
+    result = beam_bitext.prepare_bitext(
+        FLAGS.input, FLAGS.output, FLAGS.num_shards, FLAGS.seed, args,
+        overwrite=FLAGS.overwrite)
+    rows = beam_bitext.REPORT_ROWS
+  else:
+    tokenization_config = None
+    if FLAGS.pair_unit == "sequence":
+      if not FLAGS.vocab_file:
+        raise ValueError("--pair_unit=sequence packs sentences to the run's "
+                         "token budget: give the run's --vocab_file (and "
+                         "--seq_length, --lower_case).")
+      tokenization_config = tokenization.TokenizationConfig(
+          vocab_file=FLAGS.vocab_file, seq_length=FLAGS.seq_length,
+          lower_case=FLAGS.lower_case,
+          text_normalization=FLAGS.text_normalization)
+    config = beam_pairs.PairsConfig(
+        pair_unit=FLAGS.pair_unit, tokenization_config=tokenization_config,
+        num_shards=FLAGS.num_shards, seed=FLAGS.seed,
+        document_unit=FLAGS.document_unit, split=FLAGS.split,
+        heldout_percent=FLAGS.heldout_percent)
+    result = beam_pairs.prepare_pairs(FLAGS.input, FLAGS.output, config,
+                                      args, overwrite=FLAGS.overwrite)
+    rows = beam_text.REPORT_ROWS
+  print(beam_text.report_table(result.counts, rows))
+  print(f"prepare: wrote {len(result.shard_paths)} shards, {result.pairs} "
+        f"pairs ({result.pairs / max(result.seconds, 1e-9):.0f} pairs/s) in "
+        f"{result.seconds:.1f}s; manifest {result.manifest_path}")
