@@ -130,7 +130,7 @@ def read_bitext(element: BitextSource) -> Iterator[Tuple[str, str, str]]:
     if layout == 'aligned':
       sides = []
       for path in paths:
-        with FileSystems.open(path) as f:
+        with beam_text.open_file(path) as f:
           sides.append(list(_lines(f, key)))
       beam_text.count('files_read', key, 2)
       if len(sides[0]) != len(sides[1]):
@@ -139,7 +139,7 @@ def read_bitext(element: BitextSource) -> Iterator[Tuple[str, str, str]]:
       for source, target in zip(*sides):
         yield from _checked(key, source, target)
       return
-    with FileSystems.open(paths[0]) as f:
+    with beam_text.open_file(paths[0]) as f:
       for line in _lines(f, key):
         if line is None:
           continue

@@ -24,13 +24,16 @@ Every count is a Beam metric (namespace `cmlm`, `NAME/LANGUAGE`), so the
 runner's UI shows them while the job runs; `report_table` prints them at
 the end.
 """
+import contextlib
 import dataclasses
+import gzip
 import re
 import sys
 import time
-from typing import Dict, Iterator, List, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
@@ -105,6 +108,20 @@ def _expand_path(path: str) -> List[str]:
   return sorted(metadata.path for metadata in matches)
 
 
+@contextlib.contextmanager
+def open_file(path: str) -> Iterator[BinaryIO]:
+  """Opens a file of any Beam file system for reading; `.gz` through
+  Python's gzip, which raises on a truncated file where Beam's own
+  decompression would stop silently."""
+  if not path.endswith('.gz'):
+    with FileSystems.open(path) as f:
+      yield f
+    return
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
+                        ) as raw, gzip.GzipFile(fileobj=raw) as f:
+    yield f
+
+
 class Prefixed:
   """A binary reader that returns `head` before the rest of `f`."""
 
@@ -146,7 +163,7 @@ class ReadDocuments(beam.DoFn):
     stats = corpus.CorpusStats()
     found, paragraphs = 0, []
     try:
-      with FileSystems.open(path) as f:
+      with open_file(path) as f:
         head = f.read(_SNIFF_BYTES)
         if b'\x00' in head:
           count('files_binary', language)
