@@ -22,13 +22,13 @@ import importlib.util
 import logging
 import os
 import sys
-from typing import List
+from typing import List, Tuple
 
 from absl import flags
 
 from cmlm.commands import flag_parsing
 
-INSTALL_HINT = ("prepare needs Apache Beam, which `make demo` does not "
+INSTALL_HINT = ("needs Apache Beam, which `make demo` does not "
                 "install: run `pip install -r requirements-beam.txt` (or "
                 "`pip install -e .[beam]`).")
 
@@ -97,7 +97,7 @@ def pipeline_args(runner: str, direct_num_workers: int,
 
 
 @contextlib.contextmanager
-def _quiet_beam_import():
+def quiet_beam_import():
   """Beam warns at import about optional cloud clients it does not find."""
   logging.disable(logging.WARNING)
   try:
@@ -106,19 +106,37 @@ def _quiet_beam_import():
     logging.disable(logging.NOTSET)
 
 
+def split_beam_arguments(argv: List[str]) -> Tuple[List[str], List[str]]:
+  """(the command's arguments, Beam's options after `--`)."""
+  argv = list(argv)
+  if "--" not in argv:
+    return argv, []
+  index = argv.index("--")
+  return argv[:index], argv[index + 1:]
+
+
+def beam_installed() -> bool:
+  try:
+    return importlib.util.find_spec("apache_beam") is not None
+  except ValueError:  # a module set to None in sys.modules: hidden
+    return False
+
+
+def exit_without_beam(command: str) -> None:
+  """One line and exit status 2 when Apache Beam is not installed."""
+  if not beam_installed():
+    print(f"cmlm {command}: error: {command} {INSTALL_HINT}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv) -> None:
-  ours, passed_through = list(argv), []
-  if "--" in ours:
-    index = ours.index("--")
-    ours, passed_through = ours[:index], ours[index + 1:]
+  ours, passed_through = split_beam_arguments(argv)
   flag_parsing.parse("prepare", __doc__, FLAGS, ours)
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("prepare needs --input=CORPUS and --output=PREFIX.")
-  if importlib.util.find_spec("apache_beam") is None:
-    print(f"cmlm prepare: error: {INSTALL_HINT}", file=sys.stderr)
-    sys.exit(2)
+  exit_without_beam("prepare")
   args = pipeline_args(FLAGS.runner, FLAGS.direct_num_workers, passed_through)
-  with _quiet_beam_import():
+  with quiet_beam_import():
     # pylint: disable=g-import-not-at-top
     from cmlm.data_pipelines import beam_bitext
     from cmlm.data_pipelines import beam_pairs

@@ -124,17 +124,22 @@ def pmi_scores(counts: List[collections.Counter], formula: str = "paper",
   scores = {}
   for n in range(2, len(counts) + 1):
     for ngram, count in counts[n - 1].items():
-      if count < min_count:
-        continue
-      if formula == "paper":
-        log_joint = math.log(count / totals[n - 1])
-        log_parts = sum(math.log(unigrams[(word,)] / totals[0])
-                        for word in ngram)
-        scores[ngram] = (log_joint - log_parts) / n
-      else:
-        scores[ngram] = math.log(count) - sum(
-            math.log(unigrams[(word,)]) for word in ngram)
+      if count >= min_count:
+        scores[ngram] = pmi_score(ngram, count, unigrams, totals, formula)
   return scores
+
+
+def pmi_score(ngram: Ngram, count: int, unigrams: Dict[Ngram, int],
+              totals: Sequence[int], formula: str = "paper") -> float:
+  """One n-gram's PMI from its count, the unigram counts (keyed `(word,)`)
+  and `totals[n - 1]`, the number of n-grams of each length (the Beam
+  pipeline scores with this too, so both give the same floats)."""
+  n = len(ngram)
+  if formula == "paper":
+    log_joint = math.log(count / totals[n - 1])
+    log_parts = sum(math.log(unigrams[(word,)] / totals[0]) for word in ngram)
+    return (log_joint - log_parts) / n
+  return math.log(count) - sum(math.log(unigrams[(word,)]) for word in ngram)
 
 
 def top_ngrams(scores: Dict[Ngram, float], top_k: int) -> Set[Ngram]:
