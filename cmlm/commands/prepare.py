@@ -134,6 +134,11 @@ def main(argv) -> None:
   flag_parsing.parse("prepare", __doc__, FLAGS, ours)
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("prepare needs --input=CORPUS and --output=PREFIX.")
+  if (FLAGS.data == "pairs" and FLAGS.pair_unit == "sequence"
+      and not FLAGS.vocab_file):
+    raise ValueError("--pair_unit=sequence packs sentences to the run's "
+                     "token budget: give the run's --vocab_file (and "
+                     "--seq_length, --lower_case).")
   exit_without_beam("prepare")
   args = pipeline_args(FLAGS.runner, FLAGS.direct_num_workers, passed_through)
   with quiet_beam_import():
@@ -151,10 +156,6 @@ def main(argv) -> None:
   else:
     tokenization_config = None
     if FLAGS.pair_unit == "sequence":
-      if not FLAGS.vocab_file:
-        raise ValueError("--pair_unit=sequence packs sentences to the run's "
-                         "token budget: give the run's --vocab_file (and "
-                         "--seq_length, --lower_case).")
       tokenization_config = tokenization.TokenizationConfig(
           vocab_file=FLAGS.vocab_file, seq_length=FLAGS.seq_length,
           lower_case=FLAGS.lower_case,

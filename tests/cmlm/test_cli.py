@@ -44,6 +44,10 @@ FLAGS_OF = {
              "mining_source", "mining_target", "mining_gold",
              "mining_threshold", "tatoeba_languages", "tatoeba_pcr",
              "langdist_pool", "langdist_size", "binary_threshold"},
+    "prepare": {"data", "input", "output", "pair_unit", "vocab_file",
+                "seq_length", "lower_case", "text_normalization",
+                "document_unit", "split", "heldout_percent", "num_shards",
+                "seed", "runner", "direct_num_workers", "overwrite"},
 }
 
 
