@@ -8,14 +8,17 @@ beam_bitext.py). Needs Beam: pip install -r requirements-beam.txt.
     python -m cmlm prepare --input=en=gs://b/cc/en/*.gz,de=gs://b/cc/de/*.gz \
         --output=gs://b/pairs/train --vocab_file=gs://b/vocab.txt \
         --num_shards=4096 --runner=DataflowRunner -- --project=P \
-        --region=us-central1 --temp_location=gs://b/tmp --setup_file=./setup.py
-    python -m cmlm prepare --data=bitext --input=en-de.tsv,a.en|a.de \
+        --region=us-central1 --temp_location=gs://b/tmp \
+        --extra_package=dist/cmlm-0.1.0-py3-none-any.whl \
+        --requirements_file=requirements.txt
+    python -m cmlm prepare --data=bitext --input="en-de.tsv,a.en|a.de" \
         --output=PREFIX                           # translation pairs
 
 Arguments after `--` are Beam's pipeline options, passed through. The
 output is published only when the job succeeded: shards first, then
 PREFIX.pairs.json (or PREFIX.bitext.json); a table of what was read,
-skipped and why, and pairs by language ends the run.
+skipped and why, and pairs by language ends the run. Guide:
+docs/preparing_at_scale.md.
 """
 import contextlib
 import importlib.util

@@ -219,3 +219,13 @@ def test_bad_settings_fail_before_the_job(tmp_path, spec, config, message):
   with pytest.raises(ValueError, match=message):
     prepare(spec.format(tmp=tmp_path), tmp_path / 'out' / 'p', **config)
   assert not (tmp_path / 'out').exists() or not os.listdir(tmp_path / 'out')
+
+
+def test_split_keeps_the_documents_text_sources_keep(tmp_path):
+  text = helpers.write_numbered_corpus(tmp_path / 'corpus', 40, num_files=2)
+  for split in ('train', 'heldout'):
+    result = prepare(text, tmp_path / split / 'p', split=split,
+                     heldout_percent=30)
+    expected, _ = corpus.load_sentence_pairs(text, split, 30)
+    assert sorted(read_records(result.shard_paths)) == sorted(expected)
+    assert 0 < result.pairs < 80
