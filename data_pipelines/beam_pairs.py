@@ -126,7 +126,8 @@ def build_pipeline(pipeline: beam.Pipeline, files: List[beam_text.LanguageFile],
                    names: List[str]) -> None:
   """Adds the corpus-to-records transforms to `pipeline`."""
   sentences = (pipeline
-               | 'Files' >> beam.Create(files)
+               | 'Inputs' >> beam.Create(files)
+               | 'MatchFiles' >> beam.FlatMap(beam_text.match_files)
                | 'Reshuffle' >> beam.Reshuffle()
                | 'ReadDocuments' >> beam.ParDo(beam_text.ReadDocuments(
                    config.document_unit, config.split, config.heldout_percent))
@@ -175,7 +176,7 @@ def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
   if old_outputs and not overwrite:
     raise FileExistsError(f'{old_outputs[0]} exists; pass --overwrite to '
                           f'replace the output {output_prefix}.')
-  print(f'prepare: {len(files)} files -> {output_prefix}.tfrecord-*-of-'
+  print(f'prepare: {len(files)} inputs -> {output_prefix}.tfrecord-*-of-'
         f'{config.num_shards:05d} ({config.pair_unit} pairs, seed '
         f'{config.seed})', file=stream, flush=True)
   start = time.perf_counter()

@@ -72,7 +72,8 @@ def _is_remote(part: str) -> bool:
 
 
 def expand_input_spec(spec: str) -> List[LanguageFile]:
-  """The (language, file) pairs of an input spec, in a deterministic order.
+  """The (language, file or remote glob) pairs of an input spec, in a
+  deterministic order (`match_files` expands the remote globs).
 
   Raises:
     corpus.CorpusError: an empty spec, a path that matches no file, a bad
@@ -100,12 +101,26 @@ def expand_input_spec(spec: str) -> List[LanguageFile]:
 
 
 def _expand_path(path: str) -> List[str]:
+  """Local paths: their files, listed now. A remote glob stays a pattern
+  (checked to match a file now): `match_files` lists it on a worker, as a
+  bucket may hold millions of files, too many to put in the job."""
   if not _is_remote(path):
     return corpus.expand_path_spec(path)
-  matches = FileSystems.match([path])[0].metadata_list
-  if not matches:
+  if not FileSystems.match([path], limits=[1])[0].metadata_list:
     raise corpus.CorpusError(f'The input {path!r} matches no files.')
-  return sorted(metadata.path for metadata in matches)
+  return [path]
+
+
+def match_files(element: LanguageFile) -> Iterator[LanguageFile]:
+  """(language, remote glob) -> (language, file) for each match, sorted;
+  anything else passes as it is."""
+  language, path = element
+  if not (_is_remote(path) and corpus.has_glob_characters(path)):
+    yield element
+    return
+  for match in sorted(metadata.path for metadata in
+                      FileSystems.match([path])[0].metadata_list):
+    yield language, match
 
 
 @contextlib.contextmanager

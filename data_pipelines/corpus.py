@@ -58,7 +58,7 @@ class CorpusStats:
             f'{self.pairs} pairs{invalid}')
 
 
-def _has_glob_characters(part: str) -> bool:
+def has_glob_characters(part: str) -> bool:
   return any(char in part for char in '*?[')
 
 
@@ -79,7 +79,7 @@ def expand_path_spec(path_spec: str) -> List[str]:
                       'a glob or a comma-separated list of those.')
   files = []
   for part in parts:
-    if _has_glob_characters(part):
+    if has_glob_characters(part):
       matches = sorted(glob.glob(part, recursive=True))
       if not matches:
         raise CorpusError(f'The corpus glob {part!r} matches no files.')

@@ -176,14 +176,15 @@ def prepare_ngrams(input_spec: str, output_prefix: str,
   if old_outputs and not overwrite:
     raise FileExistsError(f"{old_outputs[0]} exists; pass --overwrite to "
                           f"replace the output {output_prefix}.")
-  print(f"prepare_ngrams: {len(files)} files -> {output_prefix}-*-of-"
+  print(f"prepare_ngrams: {len(files)} inputs -> {output_prefix}-*-of-"
         f"{num_shards:05d}.txt ({scope} scope, seed {seed})", file=stream,
         flush=True)
   start = time.perf_counter()
   with beam_shards.temporary_output(output_prefix) as directory:
     pipeline = beam.Pipeline(options=PipelineOptions(list(pipeline_args)))
     words = (pipeline
-             | "Files" >> beam.Create(files)
+             | "Inputs" >> beam.Create(files)
+             | "MatchFiles" >> beam.FlatMap(beam_text.match_files)
              | "Reshuffle" >> beam.Reshuffle()
              | "ReadDocuments" >> beam.ParDo(beam_text.ReadDocuments(
                  config.document_unit))

@@ -229,3 +229,39 @@ def test_split_keeps_the_documents_text_sources_keep(tmp_path):
     expected, _ = corpus.load_sentence_pairs(text, split, 30)
     assert sorted(read_records(result.shard_paths)) == sorted(expected)
     assert 0 < result.pairs < 80
+
+
+class _SchemeFileSystem(beam.io.localfilesystem.LocalFileSystem):
+  """Local files under a `testfs://` scheme: a file system that is not
+  local to `corpus`, as gs:// is (registered by being defined)."""
+
+  @classmethod
+  def scheme(cls):
+    return 'testfs'
+
+  def match(self, patterns, limits=None):
+    from apache_beam.io.filesystem import FileMetadata, MatchResult
+    results = super().match([p[len('testfs://'):] for p in patterns], limits)
+    return [MatchResult(pattern, [
+        FileMetadata('testfs://' + m.path, m.size_in_bytes,
+                     m.last_updated_in_seconds)
+        for m in result.metadata_list])
+            for pattern, result in zip(patterns, results)]
+
+  def open(self, path, *args, **kwargs):
+    return super().open(path[len('testfs://'):], *args, **kwargs)
+
+
+def test_a_glob_on_another_file_system_is_matched_in_the_job(tmp_path):
+  text = helpers.write_numbered_corpus(tmp_path / 'corpus', 12, num_files=3)
+  with gzip.open(tmp_path / 'corpus' / 'more.txt.gz', 'wt') as f:
+    f.write(helpers.numbered_document(50) + '\n')
+  inputs = beam_pairs.beam_text.expand_input_spec(
+      f'en=testfs://{text}/*.txt*')
+  assert inputs == [('en', f'testfs://{text}/*.txt*')]  # listed by a worker
+  remote = prepare(f'en=testfs://{text}/*.txt*', tmp_path / 'r' / 'p')
+  local = prepare(f'en={text}/*.txt*', tmp_path / 'l' / 'p')
+  assert file_bytes(remote.shard_paths) == file_bytes(local.shard_paths)
+  assert remote.counts.get('files_read') == 4 and remote.pairs == 26
+  with pytest.raises(corpus.CorpusError, match='matches no files'):
+    prepare(f'testfs://{text}/*.nothing', tmp_path / 'n' / 'p')
