@@ -8,8 +8,23 @@ from cmlm.modeling import model_builder
 from official.nlp.configs import encoders
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Build outputs and environments that hold copies of the garden's files.
+SKIPPED_FOLDERS = {"build", "dist", ".venv", "venv", "__pycache__", "site"}
 VOCAB_SIZE = 40
 SPECIAL_IDS = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
+
+
+def walk_sources(top):
+  """The .py files under `top`, leaving out build outputs, virtualenvs,
+  egg-info and hidden folders: every test that reads the garden's sources
+  walks them with this (tests/test_layering.py checks it on a build/)."""
+  for folder, dirs, files in os.walk(top):
+    dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                     and d not in SKIPPED_FOLDERS
+                     and not d.endswith(".egg-info"))
+    for name in sorted(files):
+      if name.endswith(".py"):
+        yield os.path.join(folder, name)
 
 
 def tiny_model_config(num_projections=3, **kwargs):
@@ -138,3 +153,4 @@ def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
 
   loss, gradient = step(next(iter(dataset)))
   return float(loss), gradient.numpy()
+
