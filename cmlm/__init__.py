@@ -13,8 +13,9 @@ Everything the garden offers lives under this one import namespace:
   cmlm.commands        `python -m cmlm COMMAND`, one module a command
 
 `from cmlm import SentenceEncoder` is the Python API
-(`cmlm/sentence_encoder.py`), imported on first use so that the command line
-starts without TensorFlow.
+(`cmlm/sentence_encoder.py`), and `cmlm.mteb_model(path)` the same object as
+an MTEB 2 model (`cmlm/mteb_encoder.py`); both are imported on first use so
+that the command line starts without TensorFlow.
 
 In a checkout the subpackages are the repository's top-level folders beside
 `cmlm/` (the design card's layout: `modeling/`, `data_pipelines/`, ...); an
@@ -44,16 +45,20 @@ if (not os.path.isdir(os.path.join(__path__[0], "modeling")) and
   __path__.append(_CHECKOUT)  # a checkout: cmlm.modeling is ../modeling
 
 __version__ = "0.1.0"
-__all__ = ["SentenceEncoder", "__version__"]
+__all__ = ["SentenceEncoder", "mteb_model", "__version__"]
+# What __getattr__ imports on first use: name -> its module.
+_LAZY = {"SentenceEncoder": "cmlm.sentence_encoder",
+         "mteb_model": "cmlm.mteb_encoder"}
 
 
 def __getattr__(name):
-  """`cmlm.SentenceEncoder`, imported when first asked for (PEP 562)."""
-  if name == "SentenceEncoder":
-    from cmlm.sentence_encoder import SentenceEncoder  # pylint: disable=g-import-not-at-top
-    return SentenceEncoder
+  """`cmlm.SentenceEncoder` and `cmlm.mteb_model`, imported when first
+  asked for (PEP 562)."""
+  if name in _LAZY:
+    import importlib  # pylint: disable=g-import-not-at-top
+    return getattr(importlib.import_module(_LAZY[name]), name)
   raise AttributeError(f"module 'cmlm' has no attribute {name!r}")
 
 
 def __dir__():
-  return sorted(set(globals()) | {"SentenceEncoder"})
+  return sorted(set(globals()) | set(_LAZY))
