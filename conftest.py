@@ -64,3 +64,12 @@ def minilm(tmp_path_factory):
   test requirements."""
   from tests.export import export_helpers  # pylint: disable=g-import-not-at-top
   return export_helpers.minilm_export(str(tmp_path_factory.mktemp("minilm")))
+
+
+@pytest.fixture(scope="session")
+def installed_garden(tmp_path_factory):
+  """The garden's wheel, built offline and installed into a directory once
+  per session (tests/helpers.install_wheel): that directory, for
+  PYTHONPATH. Read it; never write in it."""
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  return helpers.install_wheel(str(tmp_path_factory.mktemp("wheel")))

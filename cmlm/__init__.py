@@ -23,12 +23,19 @@ installed wheel holds them inside `cmlm/` (pyproject.toml's `package-dir`).
 Below, a checkout's root joins this package's path, so `cmlm.modeling` is
 `<checkout>/modeling` there and `<site-packages>/cmlm/modeling` when installed.
 
+setuptools 81 and later have no `pkg_resources`, which tensorflow-hub 0.16.1
+imports (installing torch, for one, upgrades setuptools past it): without
+it, importing `tensorflow_hub` after `cmlm` raises `MissingPkgResources`, one
+line that says what to run, and the commands print that line.
+
 Keras 2: Model Garden and `hub.KerasLayer` need it, and TensorFlow picks its
 Keras when it is first imported. Every module of the garden is inside this
 package, so this file, run before any of them, is the one place that sets
 `TF_USE_LEGACY_KERAS=1`. Code outside the garden that imports TensorFlow
 before us must set it itself.
 """
+import importlib.abc
+import importlib.util
 import os
 import sys
 
@@ -43,6 +50,32 @@ _CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if (not os.path.isdir(os.path.join(__path__[0], "modeling")) and
     os.path.isfile(os.path.join(_CHECKOUT, "modeling", "__init__.py"))):
   __path__.append(_CHECKOUT)  # a checkout: cmlm.modeling is ../modeling
+
+PKG_RESOURCES_MISSING = (
+    "tensorflow-hub 0.16.1 imports pkg_resources, which setuptools 81 and "
+    "later no longer have (installing torch, for one, upgrades setuptools): "
+    "run  pip install 'setuptools<81'  (or add 'setuptools<81' to the pip "
+    "command that upgraded it).")
+
+
+class MissingPkgResources(ImportError):
+  """tensorflow_hub cannot be imported: setuptools has no pkg_resources."""
+
+
+class _TensorflowHubGuard(importlib.abc.MetaPathFinder):
+  """Put first on `sys.meta_path` when `pkg_resources` is missing: the
+  import of `tensorflow_hub`, which would fail deep inside with
+  `No module named 'pkg_resources'`, fails at once saying what to run."""
+
+  def find_spec(self, name, path=None, target=None):
+    del path, target
+    if name == "tensorflow_hub":
+      raise MissingPkgResources(PKG_RESOURCES_MISSING)
+    return None
+
+
+if importlib.util.find_spec("pkg_resources") is None:
+  sys.meta_path.insert(0, _TensorflowHubGuard())
 
 __version__ = "0.1.0"
 __all__ = ["SentenceEncoder", "mteb_model", "__version__"]
