@@ -54,3 +54,22 @@ def tiny(tiny_run, tiny_export):
   in-memory model (tests/export/export_helpers.TinyExport)."""
   from tests.export import export_helpers  # pylint: disable=g-import-not-at-top
   return export_helpers.tiny_export(tiny_run, tiny_export)
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory):
+  """all-MiniLM-L6-v2 as sentence-transformers runs it and as the garden
+  imports and exports it, once per session
+  (tests/export/export_helpers.MiniLM); skipped, saying why, without the
+  test requirements."""
+  from tests.export import export_helpers  # pylint: disable=g-import-not-at-top
+  return export_helpers.minilm_export(str(tmp_path_factory.mktemp("minilm")))
+
+
+@pytest.fixture(scope="session")
+def installed_garden(tmp_path_factory):
+  """The garden's wheel, built offline and installed into a directory once
+  per session (tests/helpers.install_wheel): that directory, for
+  PYTHONPATH. Read it; never write in it."""
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  return helpers.install_wheel(str(tmp_path_factory.mktemp("wheel")))

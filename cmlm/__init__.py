@@ -13,8 +13,9 @@ Everything the garden offers lives under this one import namespace:
   cmlm.commands        `python -m cmlm COMMAND`, one module a command
 
 `from cmlm import SentenceEncoder` is the Python API
-(`cmlm/sentence_encoder.py`), imported on first use so that the command line
-starts without TensorFlow.
+(`cmlm/sentence_encoder.py`), and `cmlm.mteb_model(path)` the same object as
+an MTEB 2 model (`cmlm/mteb_encoder.py`); both are imported on first use so
+that the command line starts without TensorFlow.
 
 In a checkout the subpackages are the repository's top-level folders beside
 `cmlm/` (the design card's layout: `modeling/`, `data_pipelines/`, ...); an
@@ -22,12 +23,19 @@ installed wheel holds them inside `cmlm/` (pyproject.toml's `package-dir`).
 Below, a checkout's root joins this package's path, so `cmlm.modeling` is
 `<checkout>/modeling` there and `<site-packages>/cmlm/modeling` when installed.
 
+setuptools 81 and later have no `pkg_resources`, which tensorflow-hub 0.16.1
+imports (installing torch, for one, upgrades setuptools past it): without
+it, importing `tensorflow_hub` after `cmlm` raises `MissingPkgResources`, one
+line that says what to run, and the commands print that line.
+
 Keras 2: Model Garden and `hub.KerasLayer` need it, and TensorFlow picks its
 Keras when it is first imported. Every module of the garden is inside this
 package, so this file, run before any of them, is the one place that sets
 `TF_USE_LEGACY_KERAS=1`. Code outside the garden that imports TensorFlow
 before us must set it itself.
 """
+import importlib.abc
+import importlib.util
 import os
 import sys
 
@@ -43,17 +51,47 @@ if (not os.path.isdir(os.path.join(__path__[0], "modeling")) and
     os.path.isfile(os.path.join(_CHECKOUT, "modeling", "__init__.py"))):
   __path__.append(_CHECKOUT)  # a checkout: cmlm.modeling is ../modeling
 
+PKG_RESOURCES_MISSING = (
+    "tensorflow-hub 0.16.1 imports pkg_resources, which setuptools 81 and "
+    "later no longer have (installing torch, for one, upgrades setuptools): "
+    "run  pip install 'setuptools<81'  (or add 'setuptools<81' to the pip "
+    "command that upgraded it).")
+
+
+class MissingPkgResources(ImportError):
+  """tensorflow_hub cannot be imported: setuptools has no pkg_resources."""
+
+
+class _TensorflowHubGuard(importlib.abc.MetaPathFinder):
+  """Put first on `sys.meta_path` when `pkg_resources` is missing: the
+  import of `tensorflow_hub`, which would fail deep inside with
+  `No module named 'pkg_resources'`, fails at once saying what to run."""
+
+  def find_spec(self, name, path=None, target=None):
+    del path, target
+    if name == "tensorflow_hub":
+      raise MissingPkgResources(PKG_RESOURCES_MISSING)
+    return None
+
+
+if importlib.util.find_spec("pkg_resources") is None:
+  sys.meta_path.insert(0, _TensorflowHubGuard())
+
 __version__ = "0.1.0"
-__all__ = ["SentenceEncoder", "__version__"]
+__all__ = ["SentenceEncoder", "mteb_model", "__version__"]
+# What __getattr__ imports on first use: name -> its module.
+_LAZY = {"SentenceEncoder": "cmlm.sentence_encoder",
+         "mteb_model": "cmlm.mteb_encoder"}
 
 
 def __getattr__(name):
-  """`cmlm.SentenceEncoder`, imported when first asked for (PEP 562)."""
-  if name == "SentenceEncoder":
-    from cmlm.sentence_encoder import SentenceEncoder  # pylint: disable=g-import-not-at-top
-    return SentenceEncoder
+  """`cmlm.SentenceEncoder` and `cmlm.mteb_model`, imported when first
+  asked for (PEP 562)."""
+  if name in _LAZY:
+    import importlib  # pylint: disable=g-import-not-at-top
+    return getattr(importlib.import_module(_LAZY[name]), name)
   raise AttributeError(f"module 'cmlm' has no attribute {name!r}")
 
 
 def __dir__():
-  return sorted(set(globals()) | {"SentenceEncoder"})
+  return sorted(set(globals()) | set(_LAZY))

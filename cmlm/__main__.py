@@ -51,10 +51,13 @@ os.environ.setdefault(
 from absl import app
 from absl import flags
 
+from cmlm import MissingPkgResources
 from cmlm.commands import COMMANDS
 from cmlm.commands import CORE_COMMANDS
 
-USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError)
+# MissingPkgResources: an environment to fix, said in one line (cmlm/__init__).
+USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError,
+               MissingPkgResources)
 
 
 def main(argv):

@@ -26,6 +26,9 @@ import time
 
 import numpy as np
 import tensorflow as tf
+# The demo ends by reloading its export through hub.KerasLayer: without a
+# usable tensorflow_hub it stops here, in one line, not after training.
+import tensorflow_hub  # noqa: F401  pylint: disable=unused-import
 
 from cmlm import demo_measures
 from cmlm.experiments import cmlm_experiments
@@ -38,7 +41,9 @@ from official.core import task_factory
 from cmlm.training import run_dir
 from cmlm.training import train
 
-DEFAULT_MODEL_DIR = os.path.join(cmlm_experiments.REPO_ROOT, "runs", "demo")
+# Relative to the working directory, as every command's outputs: an
+# installed garden never writes inside its own package.
+DEFAULT_MODEL_DIR = os.path.join("runs", "demo")
 NUM_QUERIES = 4
 NUM_NEIGHBOURS = 3
 
@@ -53,13 +58,12 @@ def main(model_dir=None, train_steps=None):
         "checkpoint_interval": min(train_steps, 500),
         "optimizer_config": {"learning_rate": {"polynomial": {
             "decay_steps": train_steps}}}}})
+  check_embedded_data(params)
   if not model_dir:
-    model_dir = DEFAULT_MODEL_DIR
-    if os.path.exists(model_dir):
-      shutil.rmtree(model_dir)  # the demo's own scratch directory
+    model_dir = os.path.abspath(DEFAULT_MODEL_DIR)
+    replace_default_model_dir(model_dir)
   steps = params.trainer.train_steps
   cmlm = params.task.objectives.cmlm
-  check_embedded_data(params)
   tokenization = params.task.tokenization
   print(f"== CMLM demo: training cmlm/demo for {steps} steps on the embedded "
         f"corpus ({cmlm.train_data.input_path}) into {model_dir}",
@@ -183,14 +187,28 @@ def summary(before, after, bag_of_words, mrr_gain, steps, minutes):
 
 def check_embedded_data(params):
   """One sentence, before any work, when the corpus or vocabulary the demo
-  ships in `data/` is not there (a pip-installed garden has no `data/`)."""
+  ships is not there (`data/` in a checkout, `cmlm/data/` when installed)."""
   for path in (params.task.objectives.cmlm.train_data.input_path,
                params.task.tokenization.vocab_file):
     if not os.path.exists(path):
       raise FileNotFoundError(
-          f"The demo's data is missing: {path} does not exist. The demo runs "
-          "from a checkout of the repository, which ships data/ (an "
-          "installed wheel does not).")
+          f"The demo's data is missing: {path} does not exist. The garden "
+          "ships it (data/ in a checkout of the repository, cmlm/data/ in "
+          "an installed package): reinstall the garden, or run from a "
+          "checkout.")
+
+
+def replace_default_model_dir(model_dir):
+  """Empties the demo's default run directory (`runs/demo` under the
+  working directory), refusing, in one sentence, to delete a directory
+  that is not a run (nor empty)."""
+  if not os.path.exists(model_dir):
+    return
+  if os.listdir(model_dir) and not run_dir.is_run_dir(model_dir):
+    raise FileExistsError(
+        f"{model_dir} exists and is not a training run, so the demo will not "
+        "replace it; give --model_dir=DIR, or move it away.")
+  shutil.rmtree(model_dir)  # the demo's own scratch directory
 
 
 def measure(model, tokenizer, pairs, features, sources, objective="cmlm"):

@@ -63,6 +63,11 @@ class SentenceEncoder:
     """The size of the model's embeddings (before any `truncate_dim`)."""
     return self._embedder.dimension
 
+  def get_embedding_dimension(self) -> int:
+    """`get_sentence_embedding_dimension`, by sentence-transformers 6.2's
+    name for it."""
+    return self.get_sentence_embedding_dimension()
+
   def encode(self, sentences: Union[str, Sequence[str]],
              prompt_name: Optional[str] = None, prompt: Optional[str] = None,
              batch_size: int = 32, show_progress_bar: Optional[bool] = None,

@@ -17,6 +17,7 @@ reference tokenizer as Hugging Face's `BertTokenizerFast` runs it, which
 models imported from Hugging Face were trained with (`huggingface_normalize`).
 """
 import dataclasses
+import hashlib
 from typing import Dict
 
 import tensorflow as tf
@@ -108,6 +109,32 @@ def huggingface_normalize(sentences: tf.Tensor, lower_case: bool) -> tf.Tensor:
   return sentences
 
 
+class VocabFileInitializer(tf.lookup.TextFileInitializer):
+  """The vocabulary table's initializer (token -> line number), its table
+  named by the file's content rather than by its path.
+
+  TF names a text-file table `hash_table_<path>_...`, and that name is
+  written into every SavedModel holding the table (the preprocessor, the
+  serving model): an export would carry the exporting machine's directories.
+  A SHA-256 of the file's bytes names the same table in every process that
+  reads the same vocabulary, wherever it lies, and tells two different
+  vocabularies apart. (An anonymous table has no name, but TF Serving's
+  session-based loader cannot initialise one.)
+  """
+
+  def __init__(self, vocab_file: str):
+    with tf.io.gfile.GFile(vocab_file, 'rb') as f:
+      self._content_digest = hashlib.sha256(f.read()).hexdigest()[:32]
+    super().__init__(
+        vocab_file,
+        key_dtype=tf.string, key_index=tf.lookup.TextFileIndex.WHOLE_LINE,
+        value_dtype=tf.int64, value_index=tf.lookup.TextFileIndex.LINE_NUMBER)
+
+  @property
+  def _shared_name(self):
+    return f'hash_table_vocab_{self._content_digest}_-2_-1'
+
+
 class WordPieceTokenizer(tf.Module):
   """Tokenizes sentences with WordPiece and packs them to `seq_length`.
 
@@ -141,11 +168,8 @@ class WordPieceTokenizer(tf.Module):
     self.mask_id = ids[vocabulary.MASK]
     # As Model Garden's BertTokenizer layer does: a hash table that answers
     # -1 for a missing key, so WordPiece can tell unknown pieces apart.
-    initializer = tf.lookup.TextFileInitializer(
-        vocab_file,
-        key_dtype=tf.string, key_index=tf.lookup.TextFileIndex.WHOLE_LINE,
-        value_dtype=tf.int64, value_index=tf.lookup.TextFileIndex.LINE_NUMBER)
-    self._vocab_table = tf.lookup.StaticHashTable(initializer, default_value=-1)
+    self._vocab_table = tf.lookup.StaticHashTable(
+        VocabFileInitializer(vocab_file), default_value=-1)
     self._bert_tokenizer = tf_text.BertTokenizer(
         self._vocab_table, token_out_type=tf.int64,
         unknown_token=vocabulary.UNK,

@@ -44,7 +44,13 @@ EMBEDDED_VOCAB = os.path.join(REPO_ROOT, "data", "vocab_en_uncased.txt")
 
 
 def vocab_size_of(vocab_file: str) -> int:
-  """Number of tokens (lines) of a WordPiece vocabulary file."""
+  """Number of tokens (lines) of a WordPiece vocabulary file; 0 when there
+  is no such file. A config is built before the user's overrides apply
+  (which may name another vocabulary, and the size), so it reads nothing
+  that may be absent; training compares the vocabulary it is given with
+  `task.model.encoder.vocab_size` and says in one line when they differ."""
+  if not os.path.isfile(vocab_file):
+    return 0
   with open(vocab_file, encoding="utf-8") as f:
     return sum(1 for _ in f)
 

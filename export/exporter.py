@@ -154,9 +154,14 @@ def export_run(model_dir: str, export_dir: str,
       with open(os.path.join(directory, card_facts.CARD_FILE), "w",
                 encoding="utf-8") as f:
         f.write(card)
+  # The sequence length and the parameters the embedding uses (the serving
+  # encoder's: no MLM or projection head) go into export_info.json for
+  # readers such as `cmlm.mteb_model` (MTEB's max_tokens, n_parameters).
   result.version_dir = publish.publish_export(
       export_dir, version, overwrite, write,
       publish.new_info(checkpoint_path, step,
+                       seq_length=tokenization.seq_length,
+                       n_parameters=serving_encoder.count_params(),
                        **card_facts.export_info(facts)), targets)
   return result
 

@@ -11,7 +11,9 @@ API, https://www.tensorflow.org/hub/common_saved_model_apis/text):
     embeddings = hub.load(path)(tf.constant(sentences))  # [batch, hidden]
 
 It is written as version `<base>/<version>/` of TF Serving's layout; see
-`training.atomic` for how a version appears all at once.
+`training.atomic` for how a version appears all at once. Its
+`assets.extra/tf_serving_warmup_requests` holds a few requests of each
+signature, which TF Serving runs before the version serves (`export.warmup`).
 """
 from typing import Optional
 
@@ -19,6 +21,7 @@ import tensorflow as tf
 import tf_keras
 
 from cmlm.data_pipelines.tokenization import STRING_BATCH
+from cmlm.export import warmup
 from cmlm.export.preprocessor import Preprocessor
 from cmlm.modeling import principal_component_removal as pcr
 from cmlm.modeling.length_chunks import encode_by_length
@@ -109,7 +112,8 @@ def export_text_embedding(path: str, preprocessor: Preprocessor,
                           pooling_head: Optional[PoolingHead] = None
                           ) -> TextEmbedding:
   """Writes the text-to-embedding SavedModel to `path` (a fresh directory),
-  with the signatures `pooling_head` (the encoder's, if any) adds."""
+  with the signatures `pooling_head` (the encoder's, if any) adds, and TF
+  Serving's warm-up requests for them."""
   model = TextEmbedding(preprocessor, encoder, normalize, components)
   signatures = {SIGNATURE_NAME: model.serve.get_concrete_function()}
   if components is not None:
@@ -118,4 +122,6 @@ def export_text_embedding(path: str, preprocessor: Preprocessor,
   if pooling_head is not None:
     signatures.update(pooling_head.serving_signatures(model))
   tf.saved_model.save(model, path, signatures=signatures)
+  warmup.write_warmup_requests(path, warmup.warmup_requests(
+      signatures, components.languages if components is not None else ("en",)))
   return model

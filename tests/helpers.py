@@ -8,8 +8,23 @@ from cmlm.modeling import model_builder
 from official.nlp.configs import encoders
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Build outputs and environments that hold copies of the garden's files.
+SKIPPED_FOLDERS = {"build", "dist", ".venv", "venv", "__pycache__", "site"}
 VOCAB_SIZE = 40
 SPECIAL_IDS = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
+
+
+def walk_sources(top):
+  """The .py files under `top`, leaving out build outputs, virtualenvs,
+  egg-info and hidden folders: every test that reads the garden's sources
+  walks them with this (tests/test_layering.py checks it on a build/)."""
+  for folder, dirs, files in os.walk(top):
+    dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                     and d not in SKIPPED_FOLDERS
+                     and not d.endswith(".egg-info"))
+    for name in sorted(files):
+      if name.endswith(".py"):
+        yield os.path.join(folder, name)
 
 
 def tiny_model_config(num_projections=3, **kwargs):
@@ -138,3 +153,73 @@ def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
 
   loss, gradient = step(next(iter(dataset)))
   return float(loss), gradient.numpy()
+
+
+# What the garden's wheel is built from (pyproject.toml: its package-dir
+# folders, data/ included) and the folder names of a user's project that
+# once shadowed the garden's top-level packages (issue 27).
+WHEEL_FILES = ("pyproject.toml", "README.md", "requirements.txt",
+               "requirements-beam.txt")
+WHEEL_FOLDERS = ("cmlm", "data_pipelines", "modeling", "objectives",
+                 "training", "export", "evaluation", "experiments",
+                 "projects", "data")
+USER_PACKAGES = ("training", "evaluation", "export", "modeling")
+
+
+def install_wheel(root: str) -> str:
+  """The garden built as a wheel offline from a copy of the tree (which
+  stays clean) and installed with `pip --target` into `root`/site, without
+  dependencies (those of this environment serve). Returns that directory."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  source, wheels = os.path.join(root, "source"), os.path.join(root, "wheel")
+  os.makedirs(source)
+  for name in WHEEL_FILES:
+    shutil.copy(os.path.join(REPO_ROOT, name), source)
+  ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
+  for folder in WHEEL_FOLDERS:
+    shutil.copytree(os.path.join(REPO_ROOT, folder),
+                    os.path.join(source, folder), ignore=ignore)
+  subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                  "--no-build-isolation", "--no-index", "-q", source,
+                  "-w", wheels], check=True, capture_output=True, timeout=300)
+  [wheel] = os.listdir(wheels)
+  site = os.path.join(root, "site")
+  subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
+                  "--no-index", "-q", "--target", site,
+                  os.path.join(wheels, wheel)], check=True,
+                 capture_output=True, timeout=300)
+  return site
+
+
+def user_project(root: str) -> str:
+  """`root`/userproj: a user's folder with packages of its own named like
+  the garden's layers (each fails when imported). Returns its path."""
+  user = os.path.join(root, "userproj")
+  for name in USER_PACKAGES:
+    os.makedirs(os.path.join(user, name))
+    with open(os.path.join(user, name, "__init__.py"), "w") as f:
+      f.write("raise ImportError('mine')\n")
+  return user
+
+
+def installed_env(site: str) -> dict:
+  """The environment of a process that uses the wheel installed in `site`:
+  no bytecode written, Keras left for `cmlm` to choose."""
+  env = dict(os.environ, PYTHONPATH=site, TF_CPP_MIN_LOG_LEVEL="2",
+             PYTHONDONTWRITEBYTECODE="1")
+  env.pop("TF_USE_LEGACY_KERAS", None)  # the cmlm package sets it
+  env.pop("CMLM_DEBUG", None)
+  return env
+
+
+def files_under(path: str) -> dict:
+  """Every file under `path` (relative name -> size and mtime)."""
+  found = {}
+  for folder, _, files in os.walk(path):
+    for name in files:
+      full = os.path.join(folder, name)
+      stat = os.stat(full)
+      found[os.path.relpath(full, path)] = (stat.st_size, stat.st_mtime_ns)
+  return found

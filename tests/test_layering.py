@@ -21,20 +21,7 @@ REPO_ROOT = helpers.REPO_ROOT
 LAYERS = ("data_pipelines", "modeling", "objectives", "training", "export",
           "evaluation", "experiments", "projects", "cmlm")
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
-# Build outputs and environments that hold copies of the garden's files.
-SKIPPED_FOLDERS = {"build", "dist", ".venv", "venv", "__pycache__", "site"}
-
-
-def walk_sources(top):
-  """The .py files under `top`, leaving out build outputs, virtualenvs,
-  egg-info and hidden folders."""
-  for folder, dirs, files in os.walk(top):
-    dirs[:] = sorted(d for d in dirs if not d.startswith(".")
-                     and d not in SKIPPED_FOLDERS
-                     and not d.endswith(".egg-info"))
-    for name in sorted(files):
-      if name.endswith(".py"):
-        yield os.path.join(folder, name)
+walk_sources = helpers.walk_sources  # skips build outputs and environments
 
 
 def garden_imports(path):

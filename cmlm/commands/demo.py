@@ -12,7 +12,8 @@ from cmlm.commands import flag_parsing
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model_dir", None, "Where the run goes (default "
-                    "runs/demo, replaced).", flag_values=FLAGS)
+                    "runs/demo under the working directory, replaced).",
+                    flag_values=FLAGS)
 flags.DEFINE_integer("train_steps", None, "Training steps (default: "
                      "cmlm/demo's).", flag_values=FLAGS)
 

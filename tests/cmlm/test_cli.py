@@ -128,11 +128,9 @@ def test_library_packages_read_no_flags_object():
   offenders = []
   for package in ("data_pipelines", "modeling", "objectives", "training",
                   "export", "evaluation"):
-    for root, _, files in os.walk(os.path.join(REPO_ROOT, package)):
-      for name in (f for f in files if f.endswith(".py")):
-        path = os.path.join(root, name)
-        with open(path, encoding="utf-8") as f:
-          text = f.read()
-        if re.search(r"\bFLAGS\b|\bflags_obj\b|from absl import flags", text):
-          offenders.append(os.path.relpath(path, REPO_ROOT))
+    for path in helpers.walk_sources(os.path.join(REPO_ROOT, package)):
+      with open(path, encoding="utf-8") as f:
+        text = f.read()
+      if re.search(r"\bFLAGS\b|\bflags_obj\b|from absl import flags", text):
+        offenders.append(os.path.relpath(path, REPO_ROOT))
   assert not offenders

@@ -47,15 +47,19 @@ REQUIRED_KEYS = {  # issue 10 item 3, and the rank measures beside top-1
     "retrieval_top10_trained", "retrieval_candidates"}
 
 
-def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path):
+def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path,
+                                                         installed_garden):
   """`python -m cmlm demo` run for 20 steps: the export reloads and the last
   line holds every figure, each interval around its estimate; run again on
-  the finished run, it measures it without training."""
-  demo_run = lambda: subprocess.run(
-      [sys.executable, "-m", "cmlm", "demo", f"--model_dir={tmp_path}",
-       "--train_steps=20"], cwd=helpers.REPO_ROOT, capture_output=True,
+  the finished run by the installed wheel (its corpus and vocabulary ship
+  in it) from a user's folder, it measures it without training, the same,
+  and writes nothing inside the installed package."""
+  model_dir = tmp_path / "run"
+  demo_run = lambda cwd, env=None: subprocess.run(
+      [sys.executable, "-m", "cmlm", "demo", f"--model_dir={model_dir}",
+       "--train_steps=20"], cwd=cwd, env=env, capture_output=True,
       text=True, timeout=600, check=False)
-  completed = demo_run()
+  completed = demo_run(helpers.REPO_ROOT)
   assert completed.returncode == 0, completed.stderr[-3000:]
   assert "Trained to step 20" in completed.stdout
   lines = completed.stdout.strip().splitlines()
@@ -72,12 +76,40 @@ def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path):
   assert 1 <= summary["retrieval_median_rank_trained"] <= summary[
       "retrieval_candidates"] <= summary["heldout_pairs"]
   assert summary["train_steps"] == 20
-  assert os.path.isdir(tmp_path / "export")
-  again = demo_run()
+  assert os.path.isdir(model_dir / "export")
+  installed = helpers.files_under(installed_garden)
+  again = demo_run(helpers.user_project(str(tmp_path)),
+                   helpers.installed_env(installed_garden))
   assert again.returncode == 0, again.stderr[-3000:]
   assert "already holds the run trained to step 20" in again.stdout
-  assert json.loads(again.stdout.strip().splitlines()[-1])[
-      "stsb_dev_trained"] == summary["stsb_dev_trained"]
+  assert installed_garden + os.sep + "cmlm" + os.sep + "data" in again.stdout
+  remeasured = json.loads(again.stdout.strip().splitlines()[-1])
+  for key in ("retrieval_mrr_trained", "heldout_mlm_loss_trained",
+              "heldout_pairs"):
+    assert remeasured[key] == pytest.approx(summary[key], rel=1e-5), key
+  assert helpers.files_under(installed_garden) == installed
+
+
+def test_the_demo_replaces_only_a_run_in_its_default_directory(tmp_path):
+  """The default `--model_dir` is runs/demo under the working directory;
+  the demo replaces it when it holds a run (or nothing), never otherwise."""
+  assert demo.DEFAULT_MODEL_DIR == os.path.join("runs", "demo")
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / run_dir.PARAMS_FILE).write_text("task: {}\n")
+  demo.replace_default_model_dir(str(run))
+  assert not run.exists()
+  demo.replace_default_model_dir(str(run))  # absent: nothing to do
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  demo.replace_default_model_dir(str(empty))
+  assert not empty.exists()
+  mine = tmp_path / "mine"
+  mine.mkdir()
+  (mine / "notes.txt").write_text("keep me")
+  with pytest.raises(FileExistsError, match="not a training run"):
+    demo.replace_default_model_dir(str(mine))
+  assert (mine / "notes.txt").read_text() == "keep me"
 
 
 def test_the_demo_says_in_one_sentence_when_its_data_is_missing(tmp_path):

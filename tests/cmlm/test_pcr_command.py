@@ -70,6 +70,18 @@ def test_components_round_trip_through_the_serving_export(trained_dir,
   expected = components.remove(plain[:1], "en")
   expected /= np.linalg.norm(expected)
   np.testing.assert_allclose(removed[:1], expected, atol=1e-5)
+  # TF Serving's warm-up covers serving_pcr too, with the fitted codes.
+  from cmlm.export import warmup  # pylint: disable=g-import-not-at-top
+  requests = warmup.read_warmup_requests(result.serving_dir)
+  assert {r.model_spec.signature_name for r in requests} == {
+      "serving_default", "serving_pcr"}
+  for request in requests:
+    inputs = {k: tf.constant(tf.make_ndarray(v))
+              for k, v in request.inputs.items()}
+    if "languages" in inputs:
+      assert set(inputs["languages"].numpy()) <= {b"en", b"up"}
+    outputs = serving.signatures[request.model_spec.signature_name](**inputs)
+    assert outputs["embedding"].shape[0] == inputs["sentences"].shape[0]
 
 
 # Words of the tiny BERT's vocabulary broken by control characters (NUL,

@@ -1,7 +1,6 @@
 """`from cmlm import SentenceEncoder`: every model kind, sentence-transformers'
 `encode` arguments, MTEB's extras, and an installed copy outside the tree."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -11,6 +10,7 @@ import pytest
 import cmlm
 from cmlm.sentence_encoder import SentenceEncoder
 from cmlm.export import quantization
+from tests import helpers
 from tests.export import export_helpers
 
 SENTENCES = export_helpers.SENTENCES
@@ -89,40 +89,19 @@ def test_raw_output_is_refused_where_the_graph_normalises(tiny):
 
 
 @pytest.mark.slow
-def test_installed_wheel_works_outside_the_repository(tiny, tmp_path):
+def test_installed_wheel_works_outside_the_repository(tiny, installed_garden,
+                                                      tmp_path):
   """pyproject.toml: a wheel built without network, installed into a
   directory, puts one top-level package, `cmlm`, there; used from a folder
   that holds packages of its own named like the garden's layers
-  (training/, export/, ...), it imports from the wheel, not from them."""
-  source = tmp_path / "source"  # built from a copy: the tree stays clean
-  ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
-  os.makedirs(source)
-  for name in ("pyproject.toml", "README.md", "requirements.txt",
-               "requirements-beam.txt"):
-    shutil.copy(os.path.join(export_helpers.REPO_ROOT, name), source)
-  for package in ("cmlm", "data_pipelines", "modeling", "objectives",
-                  "training", "export", "evaluation", "experiments",
-                  "projects"):
-    shutil.copytree(os.path.join(export_helpers.REPO_ROOT, package),
-                    source / package, ignore=ignore)
-  subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                  "--no-build-isolation", "--no-index", "-q", str(source),
-                  "-w", str(tmp_path / "wheel")], check=True,
-                 capture_output=True, timeout=300)
-  [wheel] = os.listdir(tmp_path / "wheel")
-  site = tmp_path / "site"
-  subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
-                  "--no-index", "-q", "--target", str(site),
-                  str(tmp_path / "wheel" / wheel)], check=True,
-                 capture_output=True, timeout=300)
+  (training/, export/, ...), it imports from the wheel, not from them.
+  (tests/cmlm/test_installed_package.py: it trains, exports, evaluates.)"""
+  site = installed_garden
   assert sorted(n for n in os.listdir(site) if not n.endswith(".dist-info")
                 and n != "bin") == ["cmlm"]
-  assert (site / "cmlm" / "experiments" / "configs" /
-          "cmlm_tiny.yaml").is_file()
-  user = tmp_path / "userproj"  # a user's project with common folder names
-  for name in ("training", "evaluation", "export", "modeling"):
-    os.makedirs(user / name)
-    (user / name / "__init__.py").write_text("raise ImportError('mine')\n")
+  assert (os.path.isfile(os.path.join(site, "cmlm", "experiments", "configs",
+                                      "cmlm_tiny.yaml")))
+  user = helpers.user_project(str(tmp_path))
   script = (
       "import sys, numpy as np\n"
       "from cmlm import SentenceEncoder\n"
@@ -133,13 +112,11 @@ def test_installed_wheel_works_outside_the_repository(tiny, tmp_path):
       "normalize_embeddings=True, precision='float32', "
       "show_progress_bar=None)\n"
       "np.save(sys.argv[3], e)\n")
-  env = dict(os.environ, PYTHONPATH=str(site), TF_CPP_MIN_LOG_LEVEL="2")
-  env.pop("TF_USE_LEGACY_KERAS", None)  # the cmlm package sets it
   out = tmp_path / "e.npy"
   completed = subprocess.run(
-      [sys.executable, "-c", script, str(site), tiny.result.export_dir,
-       str(out)], cwd=str(user), env=env, capture_output=True, text=True,
-      timeout=300)
+      [sys.executable, "-c", script, site, tiny.result.export_dir,
+       str(out)], cwd=user, env=helpers.installed_env(site),
+      capture_output=True, text=True, timeout=300)
   assert completed.returncode == 0, completed.stderr[-3000:]
   np.testing.assert_allclose(np.load(out), export_helpers.unit(tiny.in_memory_embeddings(
       ["a", "b c"])), atol=1e-5)

@@ -49,6 +49,32 @@ def test_tiny_vocab_size_matches_the_embedded_vocabulary():
     assert params.task.model.encoder.vocab_size == len(f.read().splitlines())
 
 
+def test_tiny_builds_without_its_vocabulary_and_takes_the_user_s(
+    monkeypatch, tmp_path):
+  """A config reads no file that may be absent (a garden installed without
+  its data, a moved checkout): cmlm/tiny builds, the user's overrides
+  apply, and training checks their vocabulary against the size they give,
+  in one line."""
+  from cmlm.training import train  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(cmlm_experiments, "EMBEDDED_VOCAB",
+                      str(tmp_path / "missing" / "vocab.txt"))
+  assert cmlm_experiments.cmlm_tiny().task.model.encoder.vocab_size == 0
+  vocab = tmp_path / "my_vocab.txt"
+  vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nof\n",
+                   encoding="utf-8")
+  override = f"task.tokenization.vocab_file={vocab}"
+  params = train.build_params("cmlm/tiny", params_override=override,
+                              lock=False)
+  with pytest.raises(ValueError, match="has 7 tokens but "
+                     "task.model.encoder.vocab_size is 0; make them equal"):
+    train.prepare(params)
+  params = train.build_params(
+      "cmlm/tiny", params_override=override +
+      ",task.model.encoder.vocab_size=7", lock=False)
+  assert params.task.tokenization.vocab_file == str(vocab)
+  assert params.task.model.encoder.vocab_size == 7
+
+
 def _cli(*args, cwd=None):
   return subprocess.run([sys.executable, "-m", "cmlm", *args],
                         capture_output=True, text=True, timeout=300,

