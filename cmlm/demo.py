@@ -53,13 +53,17 @@ def main(model_dir=None, train_steps=None):
         "checkpoint_interval": min(train_steps, 500),
         "optimizer_config": {"learning_rate": {"polynomial": {
             "decay_steps": train_steps}}}}})
+  check_embedded_data(params)
+  # Everything the run reads is checked before anything is written or
+  # measured; the strategy first (it must exist before any TensorFlow op).
+  strategy = train.make_strategy(params)
+  prepared = train.prepare(params)
   if not model_dir:
     model_dir = DEFAULT_MODEL_DIR
     if os.path.exists(model_dir):
       shutil.rmtree(model_dir)  # the demo's own scratch directory
   steps = params.trainer.train_steps
   cmlm = params.task.objectives.cmlm
-  check_embedded_data(params)
   tokenization = params.task.tokenization
   print(f"== CMLM demo: training cmlm/demo for {steps} steps on the embedded "
         f"corpus ({cmlm.train_data.input_path}) into {model_dir}",
@@ -77,7 +81,7 @@ def main(model_dir=None, train_steps=None):
                                         pairs)
 
   start = time.perf_counter()
-  result = train.run(params, model_dir, mode="train")
+  result = train.run(prepared, model_dir, strategy=strategy)
   model, reporter = result.model, result.progress
   minutes = (time.perf_counter() - start) / 60
   after = measure(model, tokenizer, pairs, features, sources)

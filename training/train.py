@@ -206,13 +206,18 @@ class PreparedRun:
   objectives: Dict[str, objective_base.Objective]
 
 
-def prepare(params: cfg.ExperimentConfig, mode: str = "train"
+def prepare(params: cfg.ExperimentConfig, mode: str = "train",
+            init_checkpoint_from_earlier_stage: bool = False
             ) -> PreparedRun:
   """Builds the run's objectives once and checks, before anything is
   written, everything the run will read: the model config, each
   objective's weight, config and the data `mode` reads, the vocabulary
   against the embedding table, `task.init_checkpoint`, and (training) the
   tokenization against a sample of the training text. One clear error each.
+
+  `init_checkpoint_from_earlier_stage`: `task.init_checkpoint` is the
+  directory an earlier stage of the same schedule will write
+  (`training.stages`), so it need not exist yet; everything else is checked.
   """
   task_config = params.task
   task_config.model.validate()
@@ -221,7 +226,7 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train"
     objective.validate(mode)
   task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
                                        task_config.model.encoder.vocab_size)
-  if task_config.init_checkpoint:
+  if task_config.init_checkpoint and not init_checkpoint_from_earlier_stage:
     checkpoints.resolve(task_config.init_checkpoint)
   if "train" in mode:
     check_training_text(task_config, objectives)
