@@ -33,6 +33,7 @@ traceback instead.
 """
 import importlib
 import os
+import re
 import sys
 
 # Quiet TensorFlow's C++ start-up chatter (CPU instructions, oneDNN...)
@@ -50,6 +51,14 @@ from cmlm.commands import COMMANDS
 from cmlm.commands import CORE_COMMANDS
 
 USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError)
+# What gin appends to an error raised inside a configurable (Model Garden's
+# `create_trainer`): not the user's business, and not one line.
+_GIN_NOTE = re.compile(r"\n\s*In call to configurable .*", re.DOTALL)
+
+
+def error_line(error: BaseException) -> str:
+  """The one line a user error prints: its message, without gin's note."""
+  return _GIN_NOTE.sub("", str(error)).strip().strip('"')
 
 
 def main(argv):
@@ -70,8 +79,7 @@ def main(argv):
   except USER_ERRORS as error:
     if os.environ.get("CMLM_DEBUG"):
       raise
-    message = str(error).strip().strip('"')
-    print(f"cmlm {command}: error: {message}", file=sys.stderr)
+    print(f"cmlm {command}: error: {error_line(error)}", file=sys.stderr)
     sys.exit(2)
 
 
