@@ -221,6 +221,8 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
   """
   task_config = params.task
   task_config.model.validate()
+  if "train" in mode:
+    check_trainer(params.trainer)
   objectives = task_lib.build_objectives(task_config)
   for objective in objectives.values():
     objective.validate(mode)
@@ -231,6 +233,21 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
   if "train" in mode:
     check_training_text(task_config, objectives)
   return PreparedRun(params, mode, objectives)
+
+
+def check_trainer(trainer: cfg.TrainerConfig) -> None:
+  """What orbit's controller would refuse only once params.yaml is
+  written: the loop length and the summary interval."""
+  loop = trainer.steps_per_loop
+  if loop < 1:
+    raise ValueError(f"trainer.steps_per_loop must be 1 or more, got {loop}.")
+  if trainer.train_steps < 1:
+    raise ValueError(f"trainer.train_steps must be 1 or more, got "
+                     f"{trainer.train_steps}.")
+  if trainer.summary_interval and trainer.summary_interval % loop:
+    raise ValueError(f"trainer.summary_interval ({trainer.summary_interval}) "
+                     f"must be a multiple of trainer.steps_per_loop ({loop}): "
+                     "summaries are written at the end of a loop.")
 
 
 def check_training_text(task_config, objectives) -> None:
@@ -293,15 +310,17 @@ class _ExperimentRunner(train_lib.OrbitExperimentRunner):
     return super()._build_best_checkpoint_exporter()
 
   def _maybe_build_checkpoint_manager(self):
+    # Every worker saves at the same steps (collective saves need them all).
     if self.strategy.extended.should_checkpoint:
       fault_tolerance.repair_checkpoint_state(self.model_dir)
-      return fault_tolerance.guard_disk_full_saves(
-          super()._maybe_build_checkpoint_manager())
-    return _WorkerCheckpointManager(
+      return checkpoints.save_at_interval_multiples(
+          fault_tolerance.guard_disk_full_saves(
+              super()._maybe_build_checkpoint_manager()))
+    return checkpoints.save_at_interval_multiples(_WorkerCheckpointManager(
         self.trainer.checkpoint, restore_dir=self.model_dir,
         step_counter=self.trainer.global_step,
         checkpoint_interval=self.params.trainer.checkpoint_interval,
-        init_fn=self.trainer.initialize)
+        init_fn=self.trainer.initialize))
 
   def _build_controller(self, trainer, evaluator, train_actions=None,
                         **kwargs):
