@@ -29,11 +29,14 @@ Each command is a module of cmlm/commands/ with its own flags: run
 `python -m cmlm COMMAND --help` for them; a flag the command does not take
 is an error. Errors in what you give (a flag, a path, a file, a config
 value) print one line and exit with status 2; set CMLM_DEBUG=1 to see the
-traceback instead.
+traceback instead. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
+it was writing removed; training saves a checkpoint first), with one line
+and status 143 or 130; a second Ctrl-C stops it at once.
 """
 import importlib
 import os
 import re
+import signal
 import sys
 
 # Quiet TensorFlow's C++ start-up chatter (CPU instructions, oneDNN...)
@@ -49,6 +52,7 @@ from absl import flags
 
 from cmlm.commands import COMMANDS
 from cmlm.commands import CORE_COMMANDS
+from cmlm.training import stop_signals
 
 USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError)
 # What gin appends to an error raised inside a configurable (Model Garden's
@@ -74,13 +78,22 @@ def main(argv):
     sys.exit(f"Give a command among {', '.join(COMMANDS)} first; got "
              f"{command or 'none'}.")
   module = importlib.import_module(COMMANDS[command])
+  # SIGTERM and SIGINT stop every command cleanly, a second SIGINT at once
+  # (training/stop_signals.py; imports no TensorFlow).
+  stop_signals.watch_for_second_interrupt(f"cmlm {command}")
   try:
-    module.main(argv[2:])
+    with stop_signals.raising_interrupted():
+      module.main(argv[2:])
   except USER_ERRORS as error:
     if os.environ.get("CMLM_DEBUG"):
       raise
     print(f"cmlm {command}: error: {error_line(error)}", file=sys.stderr)
     sys.exit(2)
+  except (stop_signals.Interrupted, KeyboardInterrupt) as stopped:
+    signum = getattr(stopped, "signum", signal.SIGINT)
+    print(f"cmlm {command}: {stopped or stop_signals.Interrupted(signum)}",
+          file=sys.stderr)
+    sys.exit(stop_signals.exit_status(signum))
 
 
 def project_commands() -> str:

@@ -12,8 +12,10 @@ Multi-worker (`TF_CONFIG`): every worker runs the same command on a shared
 `--model_dir`; only the chief writes params.yaml, checkpoints and summaries
 there (the others save to a throw-away directory, as collective saves need
 every worker) and every worker resumes from the chief's latest checkpoint.
-SIGTERM saves a checkpoint after the current loop, then stops the run
-(`fault_tolerance.TrainingPreempted`; the command exits with status 143).
+SIGTERM or SIGINT (Ctrl-C) saves a checkpoint after the current step (after
+the current loop on TPUs and across workers), then stops the run
+(`fault_tolerance.TrainingPreempted`; the command exits with status 143 or
+130); a second Ctrl-C stops at once (`stop_signals`).
 """
 import contextlib
 import copy
@@ -325,10 +327,12 @@ class _ExperimentRunner(train_lib.OrbitExperimentRunner):
   def _build_controller(self, trainer, evaluator, train_actions=None,
                         **kwargs):
     if trainer:
-      train_actions = list(train_actions or []) + [
-          fault_tolerance.PreemptionCheckpoint(
-              self._termination, self.strategy, self.checkpoint_manager,
-              self.trainer.global_step)]
+      preemption = fault_tolerance.PreemptionCheckpoint(
+          self._termination, self.strategy, self.checkpoint_manager,
+          self.trainer.global_step)
+      # Checked between steps too, where the trainer can stop there.
+      trainer.preemption = preemption
+      train_actions = list(train_actions or []) + [preemption]
     return super()._build_controller(trainer, evaluator,
                                      train_actions=train_actions, **kwargs)
 
@@ -377,7 +381,8 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
   Raises:
     run_lock.RunDirectoryInUse: another process trains in `model_dir`.
     ValueError: the vocabulary's casing does not fit the training text.
-    fault_tolerance.TrainingPreempted: SIGTERM came; a checkpoint was saved.
+    fault_tolerance.TrainingPreempted: SIGTERM or SIGINT came; a checkpoint
+      was saved.
     fault_tolerance.NonFiniteTrainingError: a step's loss or gradient was not
       finite (unless `task.skip_non_finite_batches`).
     fault_tolerance.CheckpointSaveError: the disk was full during a save;

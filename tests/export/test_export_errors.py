@@ -1,7 +1,11 @@
 """Export and encode refuse bad input clearly and never leave half an output."""
 import os
 import shutil
+import signal
 import stat
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -159,3 +163,31 @@ def test_encode_rejects_what_is_not_a_model_or_a_text_file(tiny, tmp_path):
   (tmp_path / "empty.txt").write_text("")
   with pytest.raises(ValueError, match="holds no sentence"):
     text_inputs.read_input(str(tmp_path / "empty.txt"))
+
+
+def test_ctrl_c_during_an_export_removes_it_publishes_nothing_exits_130(
+    tiny, tmp_path):
+  """SIGINT while the SavedModels are written: the temporary version is
+  removed, nothing is published, one line, status 130 (SIGTERM's twin)."""
+  export_dir = tmp_path / "export"
+  process = subprocess.Popen(
+      [sys.executable, "-m", "cmlm", "export", f"--model_dir={tiny.model_dir}",
+       f"--export_dir={export_dir}"], cwd=export_helpers.REPO_ROOT,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  versions = export_dir / "versions"
+  deadline = time.time() + 120
+  while not (versions.is_dir() and any(name.startswith(".tmp-")
+                                       for name in os.listdir(versions))):
+    assert process.poll() is None and time.time() < deadline, (
+        process.communicate()[1][-2000:])
+    time.sleep(0.005)
+  process.send_signal(signal.SIGINT)
+  _, errors = process.communicate(timeout=120)
+  assert process.returncode == 130, errors[-2000:]
+  assert "Traceback" not in errors
+  assert errors.strip().splitlines()[-1] == (
+      "cmlm export: stopped by SIGINT (Ctrl-C); what it was writing was "
+      "removed.")
+  left = os.listdir(export_dir) if export_dir.exists() else []
+  assert [name for name in left if name != ".cmlm-export.lock"] == []
