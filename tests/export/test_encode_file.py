@@ -97,7 +97,7 @@ def test_bad_options_fail_before_the_model_loads(tmp_path):
   source.write_text("a\n", encoding="utf-8")
   missing_model = str(tmp_path / "no_model")
   for kwargs, message in [
-      (dict(precision="int4"), "--precision must be one of"),
+      (dict(precision="int4"), "precision must be one of"),
       (dict(truncate_dim=0), "--truncate_dim must be 1 or more"),
       (dict(calibration="c.npy"), "--calibration sets the int8/uint8"),
       (dict(precision="int8", calibration=str(tmp_path / "c.npy")),

@@ -165,6 +165,30 @@ def test_encode_rejects_what_is_not_a_model_or_a_text_file(tiny, tmp_path):
     text_inputs.read_input(str(tmp_path / "empty.txt"))
 
 
+def test_an_export_dir_that_is_a_file_and_an_output_that_is_a_directory(
+    tiny, tmp_path, monkeypatch):
+  """Refused first, in words that fit: a regular file is no export
+  directory (before the checkpoint is even read), a directory is no
+  --output (not "pass --overwrite", which would not replace it)."""
+  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  target = tmp_path / "a_file"
+  target.write_text("mine")
+
+  def no_work(*args, **kwargs):
+    raise AssertionError("the run was read before the target was checked")
+  monkeypatch.setattr(exporter.run_dir, "load_params", no_work)
+  with pytest.raises(FileExistsError, match=r"--export_dir=.*a_file is a "
+                     "file, not a directory"):
+    exporter.export_run(tiny.model_dir, str(target))
+  assert target.read_text() == "mine"
+  (tmp_path / "e.npy").mkdir()
+  for directory in (tmp_path, tmp_path / "e.npy"):
+    for overwrite in (False, True):
+      with pytest.raises(ValueError, match=r"--output=.* is a directory; "
+                         "name a file"):
+        embedding_outputs.check_output(str(directory), overwrite=overwrite)
+
+
 def test_ctrl_c_during_an_export_removes_it_publishes_nothing_exits_130(
     tiny, tmp_path):
   """SIGINT while the SavedModels are written: the temporary version is
@@ -191,3 +215,4 @@ def test_ctrl_c_during_an_export_removes_it_publishes_nothing_exits_130(
       "removed.")
   left = os.listdir(export_dir) if export_dir.exists() else []
   assert [name for name in left if name != ".cmlm-export.lock"] == []
+
