@@ -1,4 +1,5 @@
 """Export and encode refuse bad input clearly and never leave half an output."""
+import errno
 import os
 import shutil
 import signal
@@ -216,3 +217,54 @@ def test_ctrl_c_during_an_export_removes_it_publishes_nothing_exits_130(
   left = os.listdir(export_dir) if export_dir.exists() else []
   assert [name for name in left if name != ".cmlm-export.lock"] == []
 
+
+@pytest.mark.parametrize("failure", [errno.ENOSPC, errno.EROFS])
+def test_a_full_or_read_only_disk_is_one_line_and_publishes_nothing(
+    tiny, tmp_path, monkeypatch, capsys, failure):
+  """The disk refuses a write in the middle of an export's SavedModels and of
+  encode's --output: one line, status 2, nothing half-written or
+  published (the commands through `python -m cmlm`'s own `main`)."""
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  from cmlm.export import serving  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "watch_for_second_interrupt",
+                      lambda label: None)  # not this test process's business
+
+  def refuse(path, *args, **kwargs):
+    del args, kwargs
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+      f.write(b"half")
+    raise OSError(failure, os.strerror(failure), path)
+  monkeypatch.setattr(serving, "export_text_embedding", refuse)
+  export_dir = tmp_path / "export"
+  with pytest.raises(SystemExit) as exited:
+    command_line.main(["cmlm", "export", f"--model_dir={tiny.model_dir}",
+                       f"--export_dir={export_dir}"])
+  assert exited.value.code == 2
+  line = capsys.readouterr().err.strip().splitlines()[-1]
+  assert line.startswith("cmlm export: error: cannot write ")
+  assert line.endswith(f": {os.strerror(failure)}. Nothing was published: "
+                       "what was being written was removed.")
+  left = [os.path.join(root, name) for root, _, names in os.walk(export_dir)
+          for name in names if name != ".cmlm-export.lock"]
+  assert left == []
+
+  def write_half_then_refuse(path, embeddings, sentences):
+    del embeddings, sentences
+    with open(path, "wb") as f:
+      f.write(b"\x93NUMPY half")
+    raise OSError(failure, os.strerror(failure), path)
+  monkeypatch.setattr(embedding_outputs, "_write_npy", write_half_then_refuse)
+  source = tmp_path / "in.txt"
+  source.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
+  out = tmp_path / "out"
+  out.mkdir()
+  with pytest.raises(SystemExit) as exited:
+    command_line.main(["cmlm", "encode", f"--model={tiny.model_dir}",
+                       f"--input={source}", f"--output={out / 'e.npy'}"])
+  assert exited.value.code == 2
+  line = capsys.readouterr().err.strip().splitlines()[-1]
+  assert line.startswith("cmlm encode: error: cannot write ")
+  assert os.listdir(out) == []
