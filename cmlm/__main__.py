@@ -33,11 +33,17 @@ below this text in `python -m cmlm --help`.
 Each command is a module of cmlm/commands/ with its own flags: run
 `python -m cmlm COMMAND --help` for them; a flag the command does not take
 is an error. Errors in what you give (a flag, a path, a file, a config
-value) print one line and exit with status 2; set CMLM_DEBUG=1 to see the
-traceback instead.
+value), and a full disk or a read-only target, print one line and exit with
+status 2 (nothing half-written is left); set CMLM_DEBUG=1 to see the
+traceback instead. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
+it was writing removed; training saves a checkpoint first), with one line
+and status 143 or 130; a second Ctrl-C stops it at once.
 """
+import errno
 import importlib
 import os
+import re
+import signal
 import sys
 
 # Quiet TensorFlow's C++ start-up chatter (CPU instructions, oneDNN...)
@@ -54,10 +60,45 @@ from absl import flags
 from cmlm import MissingPkgResources
 from cmlm.commands import COMMANDS
 from cmlm.commands import CORE_COMMANDS
+from cmlm.training import stop_signals
 
 # MissingPkgResources: an environment to fix, said in one line (cmlm/__init__).
 USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError,
                MissingPkgResources)
+# What gin appends to an error raised inside a configurable (Model Garden's
+# `create_trainer`): not the user's business, and not one line.
+_GIN_NOTE = re.compile(r"\n\s*In call to configurable .*", re.DOTALL)
+
+
+# A full disk, a read-only or forbidden target: reported by Python (errno)
+# or by TensorFlow's file system (its message).
+_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                errno.EPERM)
+_DISK_WORDS = ("No space left on device", "Disk quota exceeded",
+               "Read-only file system", "Permission denied")
+
+
+def disk_error_line(error: BaseException):
+  """The one line of a write the disk refused, or None for another error.
+  Every writer of the garden writes to a temporary name and removes it on
+  any error (`data_pipelines.atomic_file`, `training.atomic`), so nothing
+  half-written is left or published."""
+  if isinstance(error, OSError) and error.errno in _DISK_ERRNOS:
+    where = f" {error.filename}" if error.filename else ""
+    reason = error.strerror or os.strerror(error.errno)
+  elif type(error).__module__.startswith("tensorflow") and any(
+      words in str(error) for words in _DISK_WORDS):
+    where = ""
+    reason = next(words for words in _DISK_WORDS if words in str(error))
+  else:
+    return None
+  return (f"cannot write{where}: {reason}. Nothing was published: what was "
+          "being written was removed.")
+
+
+def error_line(error: BaseException) -> str:
+  """The one line a user error prints: its message, without gin's note."""
+  return _GIN_NOTE.sub("", str(error)).strip().strip('"')
 
 
 def main(argv):
@@ -73,14 +114,28 @@ def main(argv):
     sys.exit(f"Give a command among {', '.join(COMMANDS)} first; got "
              f"{command or 'none'}.")
   module = importlib.import_module(COMMANDS[command])
+  # SIGTERM and SIGINT stop every command cleanly, a second SIGINT at once
+  # (training/stop_signals.py; imports no TensorFlow).
+  stop_signals.watch_for_second_interrupt(f"cmlm {command}")
   try:
-    module.main(argv[2:])
+    with stop_signals.raising_interrupted():
+      module.main(argv[2:])
   except USER_ERRORS as error:
     if os.environ.get("CMLM_DEBUG"):
       raise
-    message = str(error).strip().strip('"')
-    print(f"cmlm {command}: error: {message}", file=sys.stderr)
+    print(f"cmlm {command}: error: {error_line(error)}", file=sys.stderr)
     sys.exit(2)
+  except Exception as error:  # pylint: disable=broad-except
+    line = disk_error_line(error)
+    if line is None or os.environ.get("CMLM_DEBUG"):
+      raise
+    print(f"cmlm {command}: error: {line}", file=sys.stderr)
+    sys.exit(2)
+  except (stop_signals.Interrupted, KeyboardInterrupt) as stopped:
+    signum = getattr(stopped, "signum", signal.SIGINT)
+    print(f"cmlm {command}: {stopped or stop_signals.Interrupted(signum)}",
+          file=sys.stderr)
+    sys.exit(stop_signals.exit_status(signum))
 
 
 def project_commands() -> str:

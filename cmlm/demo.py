@@ -59,6 +59,10 @@ def main(model_dir=None, train_steps=None):
         "optimizer_config": {"learning_rate": {"polynomial": {
             "decay_steps": train_steps}}}}})
   check_embedded_data(params)
+  # Everything the run reads is checked before anything is written or
+  # measured; the strategy first (it must exist before any TensorFlow op).
+  strategy = train.make_strategy(params)
+  prepared = train.prepare(params)
   if not model_dir:
     model_dir = os.path.abspath(DEFAULT_MODEL_DIR)
     replace_default_model_dir(model_dir)
@@ -81,7 +85,7 @@ def main(model_dir=None, train_steps=None):
                                         pairs)
 
   start = time.perf_counter()
-  result = train.run(params, model_dir, mode="train")
+  result = train.run(prepared, model_dir, strategy=strategy)
   model, reporter = result.model, result.progress
   minutes = (time.perf_counter() - start) / 60
   after = measure(model, tokenizer, pairs, features, sources)

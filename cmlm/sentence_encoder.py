@@ -53,7 +53,8 @@ class SentenceEncoder:
   def __init__(self, model: Union[str, os.PathLike],
                checkpoint: Optional[str] = None):
     self.model_path = os.fspath(model)
-    self._embedder = embedders.load_embedder(self.model_path, checkpoint)
+    self._embedder = embedders.load_embedder(self.model_path, checkpoint,
+                                             embedders.ARGUMENT_NAMES)
     self.normalizes_in_graph = self._embedder.normalizes_in_graph
 
   def __repr__(self) -> str:
@@ -119,14 +120,7 @@ class SentenceEncoder:
     postprocess.check_normalize(normalize_embeddings, self.normalizes_in_graph,
                                 self.model_path)
     single = isinstance(sentences, str)
-    texts = [sentences] if single else list(sentences)
-    if texts and isinstance(texts[0], dict):
-      # MTEB 2 passes a DataLoader of batches {"text": [...], ...}.
-      texts = [text for batch in texts for text in batch["text"]]
-    for index, text in enumerate(texts):
-      if not isinstance(text, str):
-        raise TypeError(f"sentences[{index}] is {type(text).__name__}, not a "
-                        "string.")
+    texts = [sentences] if single else _sentence_list(sentences)
     if prompt:
       texts = [prompt + text for text in texts]
     if show_progress_bar is None:
@@ -138,3 +132,34 @@ class SentenceEncoder:
         embeddings, truncate_dim, normalize_embeddings, precision,
         calibration_embeddings, ranges)
     return embeddings[0] if single else embeddings
+
+
+def _sentence_list(sentences) -> list:
+  """`sentences` (not one string) as a list of valid strings, or a
+  TypeError / ValueError naming the argument, the index and what it takes."""
+  expected = "a string or a sequence of strings"
+  if isinstance(sentences, (bytes, bytearray)):
+    raise TypeError(f"sentences is {type(sentences).__name__}, not {expected};"
+                    " decode it first (sentences.decode('utf-8')).")
+  if isinstance(sentences, dict) or not hasattr(sentences, "__iter__"):
+    raise TypeError(f"sentences must be {expected}, got "
+                    f"{type(sentences).__name__}.")
+  texts = list(sentences)
+  if texts and isinstance(texts[0], dict):
+    # MTEB 2 passes a DataLoader of batches {"text": [...], ...}.
+    texts = [text for batch in texts for text in batch["text"]]
+  for index, text in enumerate(texts):
+    if not isinstance(text, str):
+      hint = (" (decode bytes to str first)"
+              if isinstance(text, (bytes, bytearray)) else "")
+      raise TypeError(f"sentences[{index}] is {type(text).__name__}; expected "
+                      f"str{hint}.")
+    try:
+      text.encode("utf-8")
+    except UnicodeEncodeError as error:
+      raise ValueError(
+          f"sentences[{index}] is not valid Unicode: character "
+          f"{error.start} is a lone surrogate "
+          f"({text[error.start]!r}); decode its source with "
+          "errors='replace' or remove it.") from None
+  return texts

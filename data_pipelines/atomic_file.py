@@ -9,7 +9,35 @@ Directories are written the same way by `training/atomic.py` (a layer up).
 """
 import contextlib
 import os
-from typing import Iterator
+import shutil
+from typing import Iterator, Set
+
+# The temporary files and directories this process is writing now (its
+# atomic files here, its atomic directories in `training/atomic.py`): what a
+# process stopped at once (a second Ctrl-C, `training.stop_signals`)
+# removes before it exits.
+_IN_PROGRESS: Set[str] = set()
+
+
+@contextlib.contextmanager
+def in_progress(temporary: str) -> Iterator[None]:
+  """Registers `temporary` as being written while the body runs."""
+  _IN_PROGRESS.add(temporary)
+  try:
+    yield
+  finally:
+    _IN_PROGRESS.discard(temporary)
+
+
+def remove_in_progress() -> None:
+  """Removes every temporary file and directory being written (best effort:
+  called by a process about to end at once)."""
+  for path in list(_IN_PROGRESS):
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    else:
+      with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 @contextlib.contextmanager
@@ -23,9 +51,10 @@ def atomic_file(path: str) -> Iterator[str]:
   """
   directory, name = os.path.split(os.path.abspath(path))
   temporary = os.path.join(directory, f".tmp-{os.getpid()}-{name}")
-  try:
-    yield temporary
-    os.replace(temporary, path)
-  finally:
-    if os.path.exists(temporary):
-      os.remove(temporary)
+  with in_progress(temporary):
+    try:
+      yield temporary
+      os.replace(temporary, path)
+    finally:
+      if os.path.exists(temporary):
+        os.remove(temporary)

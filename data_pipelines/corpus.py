@@ -99,22 +99,34 @@ def expand_path_spec(path_spec: str) -> List[str]:
   return list(dict.fromkeys(files))  # Drops repeats, keeps the order.
 
 
+# How a reader's user turns `skip_invalid_lines` on, as the error for a line
+# that is not UTF-8 says it: a config key by default; a command passes its
+# flag (`pass --skip_invalid_lines`).
+HOW_TO_SKIP_INVALID_LINES = 'set skip_invalid_lines'
+
+
 def _file_documents(path: str, stats: CorpusStats,
-                    skip_invalid_lines: bool = False) -> Iterator[str]:
+                    skip_invalid_lines: bool = False,
+                    how_to_skip: str = HOW_TO_SKIP_INVALID_LINES
+                    ) -> Iterator[str]:
   """Yields the blank-line separated documents of one UTF-8 text file
   (through gzip when its name ends in `.gz`)."""
   with (gzip.open if path.endswith('.gz') else open)(path, 'rb') as f:
-    yield from file_object_documents(f, path, stats, skip_invalid_lines)
+    yield from file_object_documents(f, path, stats, skip_invalid_lines,
+                                     how_to_skip)
 
 
 def file_object_documents(f: BinaryIO, path: str, stats: CorpusStats,
-                          skip_invalid_lines: bool = False) -> Iterator[str]:
+                          skip_invalid_lines: bool = False,
+                          how_to_skip: str = HOW_TO_SKIP_INVALID_LINES
+                          ) -> Iterator[str]:
   """Yields the blank-line separated documents of an open UTF-8 text file.
 
   LF, CRLF and CR end lines alike (`text_lines`). A line that is not UTF-8
-  fails the file (`path` names it), or with `skip_invalid_lines` is skipped
-  (it neither joins nor ends a document) and counted in `stats`. The Beam
-  pipeline (`beam_text`) reads its files, local or not, through this.
+  fails the file (`path` names it; the error suggests `how_to_skip`), or
+  with `skip_invalid_lines` is skipped (it neither joins nor ends a
+  document) and counted in `stats`. The Beam pipeline (`beam_text`) reads
+  its files, local or not, through this.
   """
   lines = []
   for line_number, raw_line in enumerate(text_lines.iter_lines(f), start=1):
@@ -127,8 +139,8 @@ def file_object_documents(f: BinaryIO, path: str, stats: CorpusStats,
       raise CorpusError(
           f'The corpus file {path!r} is not UTF-8 text (byte '
           f'{raw_line[e.start:e.start + 1]!r} on line {line_number}); '
-          'convert it to UTF-8, or set skip_invalid_lines to skip and count '
-          'such lines.') from None
+          f'convert it to UTF-8, or {how_to_skip} to skip and count such '
+          'lines.') from None
     if line.strip():
       lines.append(line)
     elif lines:
@@ -141,11 +153,14 @@ def file_object_documents(f: BinaryIO, path: str, stats: CorpusStats,
 def read_documents(path_spec: str, split: str = 'all',
                    heldout_percent: int = 0,
                    stats: Optional[CorpusStats] = None,
-                   skip_invalid_lines: bool = False) -> Iterator[str]:
+                   skip_invalid_lines: bool = False,
+                   how_to_skip: str = HOW_TO_SKIP_INVALID_LINES
+                   ) -> Iterator[str]:
   """Yields the text of every document of `split` in the corpus `path_spec`.
 
   `skip_invalid_lines`: skip (and count in `stats`) lines that are not UTF-8
-  instead of failing on them.
+  instead of failing on them; `how_to_skip`: how the caller's user sets it,
+  for the error on such a line (e.g. `pass --skip_invalid_lines`).
 
   Raises:
     CorpusError: a path does not exist, a file is not UTF-8 text, the corpus
@@ -159,7 +174,8 @@ def read_documents(path_spec: str, split: str = 'all',
     found_text = False
     for path in paths:
       stats.files += 1
-      for document in _file_documents(path, stats, skip_invalid_lines):
+      for document in _file_documents(path, stats, skip_invalid_lines,
+                                      how_to_skip):
         found_text = True
         yield document
     if not found_text:

@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Mapping
 import tensorflow as tf
 
 from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import text_lines
 from cmlm.data_pipelines import vocabulary
 
 
@@ -36,8 +37,13 @@ def _word_counts(texts: Iterable[str], lower_case: bool) -> collections.Counter:
   # The word splitting of the BERT tokenizer, as bert_vocab_from_dataset does.
   tokenizer = bert_tokenizer.BasicTokenizer(lower_case=lower_case)
   texts = list(texts)
-  dataset = tf.data.Dataset.from_tensor_slices(tf.constant(texts or [""]))
-  return learner.count_words(dataset.batch(1024).map(tokenizer.tokenize))
+  if not any(text_lines.has_visible_text(text) for text in texts):
+    return collections.Counter()  # the learner's count fails on no word
+  dataset = tf.data.Dataset.from_tensor_slices(tf.constant(texts))
+  try:
+    return learner.count_words(dataset.batch(1024).map(tokenizer.tokenize))
+  except StopIteration:  # no word survived the tokenizer
+    return collections.Counter()
 
 
 def build_multilingual_vocab(language_texts: Mapping[str, Iterable[str]],
@@ -51,7 +57,9 @@ def build_multilingual_vocab(language_texts: Mapping[str, Iterable[str]],
   empty = [lang for lang, total in totals.items() if not total]
   if empty:
     raise vocabulary.VocabularyError(
-        f"No text for language(s) {', '.join(empty)}.")
+        f"No word for language(s) {', '.join(empty)}: their text is empty "
+        "or only white space and control characters; no vocabulary was "
+        "written.")
   weights = language_weights(totals, smoothing_exponent)
   merged = collections.Counter()
   for lang, language_counts in counts.items():
@@ -80,11 +88,17 @@ def parse_language_corpora(spec: str) -> Dict[str, str]:
 def build_vocab_from_language_corpora(spec: str, output_path: str,
                                       vocab_size: int,
                                       smoothing_exponent: float = 0.3,
-                                      lower_case: bool = False) -> List[str]:
-  """`python -m cmlm vocab --input=en=...,de=...`: prints progress, writes."""
+                                      lower_case: bool = False,
+                                      skip_invalid_lines: bool = False
+                                      ) -> List[str]:
+  """`python -m cmlm vocab --input=en=...,de=...`: prints progress, writes.
+  A language whose corpus holds no word is refused, naming the corpus."""
   texts = {}
   for lang, path_spec in parse_language_corpora(spec).items():
-    texts[lang] = list(corpus.read_documents(path_spec))
+    texts[lang] = list(corpus.read_documents(
+        path_spec, skip_invalid_lines=skip_invalid_lines,
+        how_to_skip="pass --skip_invalid_lines"))
+    vocabulary.check_has_words(texts[lang], f"{lang}={path_spec}")
     print(f"{lang}: {len(texts[lang])} documents from {path_spec}",
           flush=True)
   print(f"Learning a {'uncased' if lower_case else 'cased'} WordPiece "

@@ -10,6 +10,7 @@ first is safe and lets a decoding error name its line. Only these three
 line ends count (not the form feed, vertical tab or U+2028 that
 `str.splitlines` would also split on).
 """
+import unicodedata
 from typing import BinaryIO, Iterator, List
 
 _CHUNK_SIZE = 1 << 20
@@ -45,3 +46,13 @@ def iter_lines(f: BinaryIO, chunk_size: int = _CHUNK_SIZE) -> Iterator[bytes]:
       yield line.rstrip(b'\r\n')
   if pending:
     yield pending.rstrip(b'\r\n')
+
+
+def has_visible_text(text: str) -> bool:
+  """Whether `text` holds a character a tokenizer keeps: one that is not
+  white space nor a control, format, surrogate, private-use or unassigned
+  code point (Unicode category C*). A line of NUL or control bytes has none.
+  """
+  return any(not character.isspace() and
+             not unicodedata.category(character).startswith('C')
+             for character in text)

@@ -48,7 +48,8 @@ class TokenizationConfig(base_config.Config):
     seq_length: length of every packed sequence, [CLS] and [SEP] included.
     max_unk_rate: the largest share of [UNK] tokens allowed on a sample of
       the training data when the other `lower_case` gives far fewer (a
-      vocabulary of the wrong casing; `unk_rate.check`); 1 turns it off.
+      vocabulary of the wrong casing; `unk_rate.check`); 1 turns that check
+      and the vocabulary's casing check (`unk_rate.casing_mismatch`) off.
   """
   vocab_file: str = ''
   lower_case: bool = True

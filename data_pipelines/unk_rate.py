@@ -1,15 +1,24 @@
-"""Does the tokenizer fit the text? The [UNK] rate on a sample, both casings.
+"""Does the tokenizer fit the text? Casing, and the [UNK] rate on a sample.
 
 A vocabulary of the wrong casing trains without complaint but turns much of
 the text into `[UNK]` (a cased vocabulary read with `lower_case=true` lost
 82.7% of an English corpus's tokens; the shipped uncased one with
-`lower_case=false`, 8.3%). Before training, `check` tokenizes a sample of
-each objective's text (about a thousand sentences: a second or two) with the
-run's tokenization (`TokenizationConfig`, paper section 3's WordPiece) and
-with the other `lower_case`, prints the rate, and when it is above
-`max_unk_rate` while the other casing gives far fewer `[UNK]`, refuses in
-one line naming the setting to change. `eval` and `pcr` run the same check
-on their inputs as a warning.
+`lower_case=false`, 8.3%), or, where the vocabulary holds every single
+character, into pieces of words while its capitalised entries can never be
+produced (then the [UNK] rate reads 0% both ways). Before training, `check`
+  * refuses a casing mismatch by what it is (`casing_mismatch`): with
+    `lower_case=true`, a vocabulary with upper-case letters in more than
+    `CASED_VOCABULARY_SHARE` of its entries (lower-cased text never
+    produces them); with `lower_case=false`, a vocabulary with (almost) no
+    upper-case entry while more than `UPPER_CASE_WORD_SHARE` of the
+    sample's words hold upper-case letters;
+  * tokenizes a sample of each objective's text (about a thousand
+    sentences: a second or two) with the run's tokenization
+    (`TokenizationConfig`, paper section 3's WordPiece) and with the other
+    `lower_case`, prints the rate, and when it is above `max_unk_rate`
+    while the other casing gives far fewer `[UNK]`, refuses too.
+Each refusal is one line naming the setting to change. `eval` and `pcr` run
+the same check on their inputs as a warning.
 """
 import dataclasses
 import itertools
@@ -21,8 +30,18 @@ from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import pair_tfrecords
 from cmlm.data_pipelines import sentence_splitter
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 
 SAMPLE_SENTENCES = 1000
+# With lower_case=true, a vocabulary with upper-case letters in more of its
+# entries than this is cased (an uncased one has none, or a symbol like ℝ).
+CASED_VOCABULARY_SHARE = 0.01
+# With lower_case=false, a vocabulary with upper-case letters in at most
+# this share of its entries is uncased, and text with upper-case letters in
+# more than `UPPER_CASE_WORD_SHARE` of its words does not fit it.
+UNCASED_VOCABULARY_SHARE = 0.001
+UPPER_CASE_WORD_SHARE = 0.01
+_EXAMPLES = 3
 # The other casing must at least halve the [UNK] rate for a casing mismatch
 # to be suspected (rather than a vocabulary that does not fit the text).
 MISMATCH_FACTOR = 0.5
@@ -76,25 +95,25 @@ def check(config: tokenization.TokenizationConfig, sentences: Sequence[str],
           verbose: bool = True) -> Optional[UnkRate]:
   """Prints the [UNK] rate of `sentences` (text of `source`) and acts on it.
 
-  Above `config.max_unk_rate` with a casing mismatch suspected: raises
-  ValueError (`refuse`) or prints a warning. Above it otherwise: a warning
-  (the vocabulary does not cover the text). `verbose`: print the rate even
-  when all is well. Returns None for no sentences.
+  A casing mismatch (`casing_mismatch`, or a rate above
+  `config.max_unk_rate` that the other casing would halve): raises
+  ValueError (`refuse`) or prints a warning. A rate above the limit
+  otherwise: a warning (the vocabulary does not cover the text). `verbose`:
+  print the rate even when all is well. Returns None for no sentences (the
+  vocabulary's own casing is still checked).
   """
-  if not sentences:
-    return None
-  result = measure(config, sentences)
-  if not result.tokens:
-    return result
+  result = measure(config, sentences) if sentences else None
   casing = "true" if config.lower_case else "false"
   other = "false" if config.lower_case else "true"
-  if verbose:
+  if verbose and result and result.tokens:
     print(f"[UNK] tokens: {100 * result.rate:.1f}% of {result.tokens} in "
           f"{result.sentences} sentences of {source} ({owner}.lower_case="
           f"{casing}; {100 * result.other_casing_rate:.1f}% with {other}).",
           flush=True)
   limit = config.max_unk_rate
-  if result.casing_mismatch_suspected(limit):
+  message = casing_mismatch(config, sentences or (), source, owner)
+  if (message is None and result and result.tokens and
+      result.casing_mismatch_suspected(limit)):
     message = (
         f"{100 * result.rate:.1f}% of the tokens of {source} are [UNK] with "
         f"{owner}.lower_case={casing} (the limit {owner}.max_unk_rate is "
@@ -102,14 +121,61 @@ def check(config: tokenization.TokenizationConfig, sentences: Sequence[str],
         f"{other}: the vocabulary {config.vocab_file} looks "
         f"{'cased' if config.lower_case else 'uncased'}; set "
         f"{owner}.lower_case={other}.")
+  if message:
     if refuse:
       raise ValueError(message)
     print(f"Warning: {message}", flush=True)
-  elif result.rate > limit:
+  elif result and result.tokens and result.rate > limit:
     print(f"Warning: {100 * result.rate:.1f}% of the tokens of {source} are "
           f"[UNK] (above {owner}.max_unk_rate={limit:g}); the vocabulary "
           f"{config.vocab_file} covers this text poorly.", flush=True)
   return result
+
+
+def casing_mismatch(config: tokenization.TokenizationConfig,
+                    sentences: Sequence[str], source: str,
+                    owner: str = "task.tokenization") -> Optional[str]:
+  """Why the vocabulary's casing cannot fit `config.lower_case` (one line
+  naming the setting to change), or None.
+
+  lower_case=true: the vocabulary is cased when more than
+  `CASED_VOCABULARY_SHARE` of its entries (special tokens aside) hold
+  upper-case letters, which lower-cased text never produces. lower_case=
+  false: an uncased vocabulary (at most `UNCASED_VOCABULARY_SHARE` such
+  entries) does not fit `sentences` (text of `source`) when more than
+  `UPPER_CASE_WORD_SHARE` of their words hold upper-case letters.
+  `config.max_unk_rate` 1 turns this off.
+  """
+  if not config.vocab_file or config.max_unk_rate >= 1:
+    return None
+  entries = [token[2:] if token.startswith("##") else token
+             for token in vocabulary.load_vocab(config.vocab_file)
+             if not (token.startswith("[") and token.endswith("]"))]
+  upper = [token for token in entries if _has_upper_case(token)]
+  share = len(upper) / max(len(entries), 1)
+  if config.lower_case and share > CASED_VOCABULARY_SHARE:
+    return (f"{len(upper)} of the {len(entries)} entries of the vocabulary "
+            f"{config.vocab_file} ({100 * share:.1f}%, e.g. "
+            f"{', '.join(map(repr, upper[:_EXAMPLES]))}) hold upper-case "
+            f"letters, which {owner}.lower_case=true never produces: the "
+            f"vocabulary is cased; set {owner}.lower_case=false.")
+  if config.lower_case or share > UNCASED_VOCABULARY_SHARE:
+    return None
+  words = [word for sentence in sentences for word in sentence.split()]
+  capitalised = [word for word in words if _has_upper_case(word)]
+  word_share = len(capitalised) / max(len(words), 1)
+  if word_share <= UPPER_CASE_WORD_SHARE:
+    return None
+  return (f"{100 * word_share:.1f}% of the words of {source} hold "
+          f"upper-case letters (e.g. "
+          f"{', '.join(map(repr, capitalised[:_EXAMPLES]))}), but the "
+          f"vocabulary {config.vocab_file} is uncased ({len(upper)} of its "
+          f"{len(entries)} entries hold any): with {owner}.lower_case=false "
+          f"such words become [UNK]; set {owner}.lower_case=true.")
+
+
+def _has_upper_case(text: str) -> bool:
+  return any(character.isupper() for character in text)
 
 
 def sample_corpus(input_path: str, max_sentences: int = SAMPLE_SENTENCES,

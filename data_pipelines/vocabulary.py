@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from cmlm.data_pipelines import atomic_file
 from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import text_lines
 
 PAD, UNK, CLS, SEP, MASK = '[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -124,30 +125,56 @@ def build_wordpiece_vocab(
       raise VocabularyError('No text was given to learn a vocabulary from.')
     dataset = tf.data.Dataset.from_tensor_slices(
         tf.constant(sentences, tf.string)).batch(1024)
-  vocab = bert_vocab_from_dataset.bert_vocab_from_dataset(
-      dataset.prefetch(tf.data.AUTOTUNE),
-      vocab_size=vocab_size,
-      reserved_tokens=list(reserved_tokens),
-      bert_tokenizer_params={'lower_case': lower_case},
-      # A small corpus has few words seen 10+ times (the tool's default
-      # lower threshold); let the search go down to words seen once.
-      learn_params={'lower_thresh': 1})
+  try:
+    vocab = bert_vocab_from_dataset.bert_vocab_from_dataset(
+        dataset.prefetch(tf.data.AUTOTUNE),
+        vocab_size=vocab_size,
+        reserved_tokens=list(reserved_tokens),
+        bert_tokenizer_params={'lower_case': lower_case},
+        # A small corpus has few words seen 10+ times (the tool's default
+        # lower threshold); let the search go down to words seen once.
+        learn_params={'lower_thresh': 1})
+  except StopIteration:  # the tool's word count found no word at all
+    raise VocabularyError('The text holds no word for the BERT tokenizer '
+                          '(only white space or control characters): no '
+                          'vocabulary to learn.') from None
   check_vocab(vocab, 'The learned vocabulary')
   return vocab
 
 
+def check_has_words(texts: Sequence[str], source: str) -> None:
+  """Raises VocabularyError, naming `source`, when no text of `texts` holds
+  a character the tokenizer keeps (`text_lines.has_visible_text`)."""
+  if not any(text_lines.has_visible_text(text) for text in texts):
+    raise VocabularyError(
+        f'The corpus {source} holds no word: {len(texts)} document(s) of '
+        'only white space or control characters (is it text?); no '
+        'vocabulary was written.')
+
+
 def build_vocab_from_corpus(path_spec: str, output_path: str, vocab_size: int,
-                            lower_case: bool = True) -> List[str]:
+                            lower_case: bool = True,
+                            skip_invalid_lines: bool = False) -> List[str]:
   """Learns a WordPiece vocabulary from the documents of a text corpus.
 
   Prints progress; writes the vocabulary atomically to `output_path`.
+  `skip_invalid_lines`: skip lines that are not UTF-8 instead of failing.
+
+  Raises:
+    VocabularyError: the corpus holds no word (only white space or control
+      characters); nothing is written.
   """
   print(f'Reading the corpus {path_spec} ...', flush=True)
   stats = corpus.CorpusStats()
   # Every document counts here, single-sentence ones included.
-  documents = list(corpus.read_documents(path_spec, stats=stats))
-  print(f'Read {len(documents)} documents from {stats.files} files.',
+  documents = list(corpus.read_documents(
+      path_spec, stats=stats, skip_invalid_lines=skip_invalid_lines,
+      how_to_skip='pass --skip_invalid_lines'))
+  skipped = (f' ({stats.skipped_invalid_lines} lines that are not UTF-8 '
+             'skipped)' if stats.skipped_invalid_lines else '')
+  print(f'Read {len(documents)} documents from {stats.files} files{skipped}.',
         flush=True)
+  check_has_words(documents, path_spec)
   print(f'Learning a WordPiece vocabulary of up to {vocab_size} tokens '
         f'({"uncased" if lower_case else "cased"}) ...', flush=True)
   vocab = build_wordpiece_vocab(documents, vocab_size, lower_case)

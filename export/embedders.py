@@ -22,7 +22,7 @@ best-checkpoint selection). `embed` orders sentences by length so that each
 batch pads little, and returns rows in input order.
 """
 import os
-from typing import Optional
+from typing import Optional, Tuple
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
@@ -42,31 +42,40 @@ from cmlm.training import run_dir
 NORMALIZED_VARIABLE = "l2_normalized"
 
 
-def load_embedder(model: str, checkpoint: Optional[str] = None) -> Embedder:
-  """The `Embedder` of `model` (see the module docstring)."""
+# How errors name the two arguments: the commands' flags, or the Python
+# API's arguments (`cmlm.SentenceEncoder(model, checkpoint)`).
+FLAG_NAMES = ("--model", "--checkpoint")
+ARGUMENT_NAMES = ("model", "checkpoint")
+
+
+def load_embedder(model: str, checkpoint: Optional[str] = None,
+                  names: Tuple[str, str] = FLAG_NAMES) -> Embedder:
+  """The `Embedder` of `model` (see the module docstring); errors name
+  `model` and `checkpoint` as `names` says."""
+  model_name, checkpoint_name = names
   if not model:
-    raise ValueError("--model is required: a training model_dir, an export "
-                     "directory, a SavedModel, or "
+    raise ValueError(f"{model_name} is required: a training model_dir, an "
+                     "export directory, a SavedModel, or "
                      "ENCODER_DIR,PREPROCESSOR_DIR.")
   model = os.fspath(model)
   if checkpoint and "," in model:
-    raise ValueError("--checkpoint applies to a training run, not to "
-                     f"--model={model}.")
+    raise ValueError(f"{checkpoint_name} applies to a training run, not to "
+                     f"{model_name}={model}.")
   if "," in model:
-    return hub_pair_embedder(*model.split(",", 1))
+    return hub_pair_embedder(*model.split(",", 1), model_name=model_name)
   if run_dir.is_run_dir(model):
-    return run_embedder(model, checkpoint)
+    return run_embedder(model, checkpoint, checkpoint_name)
   if checkpoint:
-    raise ValueError(f"--checkpoint applies to a training run; {model} holds "
-                     f"no {run_dir.PARAMS_FILE}.")
-  return saved_model_embedder(model)
+    raise ValueError(f"{checkpoint_name} applies to a training run; {model} "
+                     f"holds no {run_dir.PARAMS_FILE}.")
+  return saved_model_embedder(model, model_name)
 
 
-def run_embedder(model_dir: str, checkpoint: Optional[str] = None
-                 ) -> Embedder:
+def run_embedder(model_dir: str, checkpoint: Optional[str] = None,
+                 checkpoint_name: str = "--checkpoint") -> Embedder:
   """A training run's encoder, fed its training tokenization. The run's
   casing is checked against the first batch it embeds (a warning)."""
-  run = run_dir.load_run(model_dir, checkpoint)
+  run = run_dir.load_run(model_dir, checkpoint, checkpoint_name)
   tokenization = run.params.task.tokenization
   return encoder_embedder(
       run.encoder, run.tokenizer, tokenization, run.checkpoint_path,
@@ -99,13 +108,14 @@ def pair_embedder(preprocessor, encoder) -> Embedder:
       token_lengths=token_lengths, keep_alive=(preprocessor, encoder))
 
 
-def hub_pair_embedder(encoder_dir: str, preprocessor_dir: str) -> Embedder:
+def hub_pair_embedder(encoder_dir: str, preprocessor_dir: str,
+                      model_name: str = "--model") -> Embedder:
   """A pair kept in two directories (`ENCODER_DIR,PREPROCESSOR_DIR`)."""
   for path, what in ((encoder_dir, "encoder"),
                      (preprocessor_dir, "preprocessor")):
     if not _is_saved_model(path):
       raise FileNotFoundError(
-          f"--model: {path} is not a SavedModel (no saved_model.pb); "
+          f"{model_name}: {path} is not a SavedModel (no saved_model.pb); "
           f"ENCODER_DIR,PREPROCESSOR_DIR expects the {what} there.")
   return pair_embedder(tf.saved_model.load(preprocessor_dir),
                        tf.saved_model.load(encoder_dir))
@@ -139,10 +149,11 @@ def signature_embedder(path: str) -> Embedder:
       else False, keep_alive=loaded)
 
 
-def saved_model_embedder(model: str) -> Embedder:
+def saved_model_embedder(model: str, model_name: str = "--model"
+                         ) -> Embedder:
   """An export, a pair in one directory, a SavedModel or a TF Serving base."""
   if not tf.io.gfile.isdir(model):
-    raise FileNotFoundError(f"--model={model} is not a directory.")
+    raise FileNotFoundError(f"{model_name}={model} is not a directory.")
   # An export of ours: its published version, resolved once, so that the
   # encoder and the preprocessor are of the same export (export/publish.py).
   model = publish.resolve(model)
@@ -157,11 +168,11 @@ def saved_model_embedder(model: str) -> Embedder:
               if name.strip("/").isdigit()
               and _is_saved_model(os.path.join(model, name.strip("/")))]
   if os.path.isdir(os.path.join(model, "serving")) and not versions:
-    return saved_model_embedder(os.path.join(model, "serving"))
+    return saved_model_embedder(os.path.join(model, "serving"), model_name)
   if versions:
     return signature_embedder(os.path.join(model, str(max(versions))))
   raise FileNotFoundError(
-      f"--model={model} holds no SavedModel: expected encoder/ and "
+      f"{model_name}={model} holds no SavedModel: expected encoder/ and "
       "preprocessor/, a saved_model.pb, or version directories <base>/N/.")
 
 

@@ -46,12 +46,12 @@ def check_output(path: str, output_format: str = "auto",
   if not path:
     raise ValueError("--output is required: the .npy, .jsonl or .parquet "
                      "file to write.")
+  if os.path.isdir(path):  # said first: --overwrite would not replace it
+    raise ValueError(f"--output={path} is a directory; name a file.")
   kind = output_format_of(path, output_format)
   if os.path.lexists(path) and not overwrite:
     raise FileExistsError(f"{path} already exists; pass --overwrite to "
                           "replace it.")
-  if os.path.isdir(path):
-    raise ValueError(f"--output={path} is a directory; name a file.")
   if kind == "parquet":
     _pyarrow()
   return kind

@@ -85,6 +85,10 @@ def export_run(model_dir: str, export_dir: str,
   if version is not None and version < 0:
     raise ValueError(f"--version must be a non-negative integer (a TF Serving "
                      f"version), got {version}.")
+  if os.path.exists(export_dir) and not os.path.isdir(export_dir):
+    raise FileExistsError(f"--export_dir={export_dir} is a file, not a "
+                          "directory; name a directory (new or an earlier "
+                          "export).")
   if not model_dir and checkpoint:
     model_dir = os.path.dirname(checkpoint.rstrip("/"))
   if not model_dir:

@@ -17,7 +17,7 @@ def check_truncate_dim(truncate_dim: Optional[int], dim: int) -> None:
   if truncate_dim is None:
     return
   if not 1 <= truncate_dim <= dim:
-    raise ValueError(f"--truncate_dim={truncate_dim} must be between 1 and "
+    raise ValueError(f"truncate_dim={truncate_dim} must be between 1 and "
                      f"the model's {dim} dimensions.")
 
 

@@ -31,7 +31,7 @@ FEW_CALIBRATION_ROWS = 100
 
 def check_precision(precision: str) -> None:
   if precision not in PRECISIONS:
-    raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, "
+    raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, "
                      f"got {precision!r}.")
 
 
@@ -73,8 +73,7 @@ def quantize(embeddings: np.ndarray, precision: str,
         return np.zeros([0, dim], np.int8 if precision == "int8" else np.uint8)
       if len(embeddings) == 1:
         raise ValueError(f"{precision} ranges cannot be computed from a single "
-                         "embedding; give calibration embeddings (--calibration) "
-                         "or ranges.")
+                         "embedding; give calibration embeddings or ranges.")
       calibration_embeddings = embeddings
     calibration_embeddings = np.asarray(calibration_embeddings)
     if calibration_embeddings.ndim != 2 or (

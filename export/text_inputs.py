@@ -17,7 +17,8 @@ Row i of the embeddings written is sentence i of what this returns:
 
 `path` may be `-`, standard input (read as bytes: UTF-8 whatever the
 locale). Files are UTF-8, a byte order mark is dropped; every error names
-the file and line, and comes before any model is loaded.
+the file and line, and comes before any model is loaded. An input without
+any text (only empty lines, white space or control characters) is refused.
 """
 import csv
 import io
@@ -77,6 +78,10 @@ def read_input(path: str, input_format: str = "auto", text_field: str = "text",
     sentences = _table(data, name, kind, column, header)
   if not sentences:
     raise ValueError(f"--input={name} holds no sentence.")
+  if not any(map(text_lines.has_visible_text, sentences)):
+    raise ValueError(f"--input={name} holds {len(sentences)} sentence(s) but "
+                     "no text: only empty lines, white space or control "
+                     "characters; nothing to embed.")
   return sentences
 
 

@@ -18,6 +18,8 @@ import shutil
 import tempfile
 from typing import Iterator, List, Sequence
 
+from cmlm.data_pipelines import atomic_file
+
 
 def check_writable(targets: Sequence[str], overwrite: bool) -> None:
   """Fails before any work if a target exists and may not be replaced."""
@@ -48,9 +50,10 @@ def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
   temporary = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(target)}-",
                                dir=parent)
   try:
-    os.chmod(temporary, 0o777 & ~_umask())
-    yield temporary
-    _replace(temporary, target, overwrite)
+    with atomic_file.in_progress(temporary):
+      os.chmod(temporary, 0o777 & ~_umask())
+      yield temporary
+      _replace(temporary, target, overwrite)
   except BaseException:
     shutil.rmtree(temporary, ignore_errors=True)
     for directory in created:  # deepest first; only if still empty

@@ -8,7 +8,8 @@ are the `transformer`, the CMLM `projection_head` and a trained
 `pooling_head`, each present only when the run had it. Every reader of a
 checkpoint (a run starting from `task.init_checkpoint`, export, eval,
 encode, pcr) finds it with `resolve` and reads the encoder through
-`encoder_view`, so all of them follow the same rules.
+`encoder_view`, so all of them follow the same rules. When a run saves them:
+`save_at_interval_multiples`.
 """
 import os
 from typing import List, Set, Tuple
@@ -87,3 +88,42 @@ def encoder_view(encoder, checkpoint_path: str, allow_fresh: bool = False
                        f"{name}, which this run's config builds; it is from "
                        "another config.")
   return tf.train.Checkpoint(**parts), fresh
+
+
+def save_at_interval_multiples(manager: tf.train.CheckpointManager
+                               ) -> tf.train.CheckpointManager:
+  """Makes `manager` save at the end of the loop that reaches each multiple
+  of its `checkpoint_interval` (and, as orbit does, at the last step).
+
+  orbit saves at the end of a loop once `checkpoint_interval` steps have
+  passed since the previous save, and the first save of a fresh run at the
+  end of its first loop: with `steps_per_loop=10` and
+  `checkpoint_interval=20`, at 10, 30, 50, ... Counting from the multiple
+  below each save instead gives 20, 40, 60, ... (with 25: 30, 50, 80, 100),
+  on a fresh and on a resumed run alike.
+  """
+  interval = manager._checkpoint_interval  # pylint: disable=protected-access
+  if not interval:
+    return manager
+  save, restore_or_initialize = manager.save, manager.restore_or_initialize
+
+  def count_from_the_multiple_below():
+    last = manager._last_checkpoint_step  # pylint: disable=protected-access
+    manager._last_checkpoint_step = (last or 0) // interval * interval  # pylint: disable=protected-access
+
+  def aligned_save(*args, **kwargs):
+    path = save(*args, **kwargs)
+    if path is not None:
+      count_from_the_multiple_below()
+    return path
+
+  def aligned_restore_or_initialize():
+    result = restore_or_initialize()
+    if manager._step_counter is not None:  # pylint: disable=protected-access
+      manager._last_checkpoint_step = int(manager._step_counter.numpy())  # pylint: disable=protected-access
+    count_from_the_multiple_below()
+    return result
+
+  manager.save = aligned_save
+  manager.restore_or_initialize = aligned_restore_or_initialize
+  return manager

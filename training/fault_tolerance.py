@@ -1,9 +1,12 @@
 """Preemption, crashes and numerical faults in training runs.
 
-- `TerminationSignal`: SIGTERM sets a flag instead of killing the process;
-  `PreemptionCheckpoint`, an orbit train action, then saves a checkpoint after
-  the current loop of `trainer.steps_per_loop` steps (on every worker, when
-  any worker got the signal) and ends the run with `TrainingPreempted`.
+- `TerminationSignal`: SIGTERM or SIGINT (Ctrl-C) sets a flag instead of
+  ending the process; `PreemptionCheckpoint` then saves a checkpoint and
+  ends the run with `TrainingPreempted`: after the current step in one
+  process (`SentenceEncoderTrainer` checks the flag between steps), after
+  the current loop of `trainer.steps_per_loop` steps on TPUs and across
+  workers (on every worker, when any worker got the signal). A second
+  Ctrl-C ends the process at once (`stop_signals`).
 - Checkpoints are atomic: TensorFlow writes a checkpoint's data files, then
   its index (through a temporary name and a rename), and only then the
   `checkpoint` state file that names the latest one (again a temporary file
@@ -23,10 +26,11 @@ import os
 import re
 import shutil
 import signal
-import threading
 
 from absl import logging
 import tensorflow as tf
+
+from cmlm.training import stop_signals
 
 # What a save interrupted by a crash can leave in a model_dir: the shards
 # directory, a half-written index, a half-written state file.
@@ -36,13 +40,17 @@ _DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
 
 
 class TrainingPreempted(Exception):
-  """SIGTERM stopped training after a checkpoint; the same run resumes it."""
+  """SIGTERM or SIGINT stopped training after a checkpoint; the same run
+  resumes it. `signum` is the signal's number."""
 
-  def __init__(self, step: int, checkpoint: str):
-    super().__init__(f"Stopped by SIGTERM at step {step} after saving "
-                     f"{checkpoint}; run the same command to resume.")
+  def __init__(self, step: int, checkpoint: str,
+               signum: int = signal.SIGTERM):
+    super().__init__(f"Stopped by {stop_signals.NAMES.get(signum, signum)} "
+                     f"at step {step} after saving {checkpoint}; run the same "
+                     "command to resume.")
     self.step = step
     self.checkpoint = checkpoint
+    self.signum = signum
 
 
 class NonFiniteTrainingError(FloatingPointError):
@@ -101,28 +109,41 @@ def guard_disk_full_saves(manager: tf.train.CheckpointManager
 
 
 class TerminationSignal:
-  """While entered, SIGTERM sets `received` instead of ending the process."""
+  """While entered, SIGTERM and SIGINT (Ctrl-C) set `received` (and
+  `signum`) instead of ending the process; training then saves a checkpoint
+  and stops. After the first, a second Ctrl-C ends the process at once: the
+  watcher of `stop_signals` does when the command started it, or else the
+  default action, restored here, once this handler has run."""
 
   def __init__(self):
     self.received = False
-    self._previous = None
+    self.signum = None
+    self._previous = {}
 
   def _handle(self, signum, frame):
     del frame
-    logging.warning("Signal %d received: saving a checkpoint after this "
-                    "loop, then stopping.", signum)
-    self.received = True
+    if self.received:
+      return  # a repeated SIGTERM: the stop is under way
+    self.received, self.signum = True, signum
+    stop_signals.note(signum)
+    # os.write, not print: a handler may run in the middle of a print.
+    os.write(2, f"{stop_signals.NAMES.get(signum, signum)} received: saving "
+                "a checkpoint, then stopping (Ctrl-C again stops at once; "
+                "the last complete checkpoint is kept).\n".encode())
+    if not stop_signals.watching():
+      signal.signal(signal.SIGINT, signal.SIG_DFL)
 
   def __enter__(self):
     # Python signal handlers can only be set from the main thread.
-    if threading.current_thread() is threading.main_thread():
-      self._previous = signal.signal(signal.SIGTERM, self._handle)
+    if stop_signals.on_main_thread():
+      self._previous = {number: signal.signal(number, self._handle)
+                        for number in stop_signals.STOP_SIGNALS}
     return self
 
   def __exit__(self, *exc_info):
-    if self._previous is not None:
-      signal.signal(signal.SIGTERM, self._previous)
-      self._previous = None
+    for number, handler in self._previous.items():
+      signal.signal(number, handler)
+    self._previous = {}
 
 
 def num_workers(strategy: tf.distribute.Strategy) -> int:
@@ -143,10 +164,11 @@ def any_worker(strategy: tf.distribute.Strategy, flag: bool) -> bool:
 
 
 class PreemptionCheckpoint:
-  """Orbit train action: after SIGTERM, save a checkpoint and stop.
+  """Orbit train action: after SIGTERM or SIGINT, save a checkpoint and stop.
 
   Runs after each loop on every worker; the flag is agreed across workers so
-  that all of them join the (collective) save.
+  that all of them join the (collective) save. In one process the trainer
+  also calls it as soon as a step ends with `requested` set.
   """
 
   def __init__(self, termination: TerminationSignal, strategy,
@@ -157,13 +179,19 @@ class PreemptionCheckpoint:
     self._manager = checkpoint_manager
     self._global_step = global_step
 
+  @property
+  def requested(self) -> bool:
+    """Whether this process got a stop signal."""
+    return self._termination.received
+
   def __call__(self, output):
     del output
     if not any_worker(self._strategy, self._termination.received):
       return
     step = int(self._global_step.numpy())
     path = self._manager.save(checkpoint_number=step, check_interval=False)
-    raise TrainingPreempted(step, path or self._manager.latest_checkpoint)
+    raise TrainingPreempted(step, path or self._manager.latest_checkpoint,
+                            self._termination.signum or signal.SIGTERM)
 
 
 def checkpoint_is_complete(prefix: str) -> bool:

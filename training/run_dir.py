@@ -84,15 +84,17 @@ def build_tokenizer(params: cfg.ExperimentConfig,
   return tokenization.build_tokenizer(params.task.tokenization, seq_length)
 
 
-def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None) -> str:
-  """The checkpoint prefix to read: `checkpoint` if given, else the latest."""
+def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None,
+                    checkpoint_name: str = "--checkpoint") -> str:
+  """The checkpoint prefix to read: `checkpoint` if given, else the latest
+  (errors name it `checkpoint_name`)."""
   if checkpoint:
-    return checkpoints.resolve(checkpoint, "--checkpoint")
+    return checkpoints.resolve(checkpoint, checkpoint_name)
   found = tf.train.latest_checkpoint(model_dir)
   if not found:
     raise FileNotFoundError(
         f"No checkpoint in {model_dir}: train first, or name one with "
-        "--checkpoint=PATH/ckpt-N.")
+        f"{checkpoint_name}=PATH/ckpt-N.")
   return found
 
 
@@ -173,12 +175,13 @@ class Run:
   encoder: SiameseEncoder
 
 
-def load_run(model_dir: str, checkpoint: Optional[str] = None) -> Run:
+def load_run(model_dir: str, checkpoint: Optional[str] = None,
+             checkpoint_name: str = "--checkpoint") -> Run:
   """Reads `model_dir` (latest checkpoint, or `checkpoint`): its config,
   tokenizer and restored encoder (`cmlm.export.embedders.load_embedder`
   embeds with them)."""
   params = load_params(model_dir)
-  checkpoint_path = find_checkpoint(model_dir, checkpoint)
+  checkpoint_path = find_checkpoint(model_dir, checkpoint, checkpoint_name)
   encoder = restore_encoder(params, checkpoint_path)
   return Run(model_dir, params, checkpoint_path, build_tokenizer(params),
              encoder)

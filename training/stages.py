@@ -150,21 +150,53 @@ def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
     if stage.train_steps < 1:
       raise ValueError(f"Stage {index} of {schedule} has train_steps="
                        f"{stage.train_steps}; give 1 or more.")
+  # Every stage is built and checked before the first step of stage 1 (its
+  # config, objectives, data, vocabulary; a later stage's init_checkpoint is
+  # the directory the stage before it writes), so that a mistake in a late
+  # stage costs seconds, not the earlier stages' training. The strategy
+  # comes first (a multi-worker one must exist before any TensorFlow op)
+  # and serves every stage.
+  runs = []
+  previous = ""
+  for index, stage in enumerate(stages, start=1):
+    stage_dir = os.path.join(model_dir, f"stage{index}")
+    with _naming_the_stage(index, schedule):
+      params = stage_params(config.experiment, stage, previous, config_files,
+                            params_override, tpu)
+    runs.append((index, stage, stage_dir, previous, params))
+    previous = stage_dir
+  strategy = train.make_strategy(runs[0][-1])
+  prepared = []
+  for index, stage, stage_dir, init_stage, params in runs:
+    with _naming_the_stage(index, schedule):
+      prepared.append(train.prepare(
+          params, "train", init_checkpoint_from_earlier_stage=bool(init_stage)))
+  print(f"== {schedule}: {len(runs)} stage(s) checked (config, objectives, "
+        "data, vocabulary).", flush=True)
   # One `stages` per directory (the chief's; each stage's own directory is
   # locked again by `train.run`).
   lock = (run_lock.hold(model_dir) if run_lock.is_chief_from_tf_config()
           else contextlib.nullcontext())
   with lock:
-    previous = ""
-    for index, stage in enumerate(stages, start=1):
-      stage_dir = os.path.join(model_dir, f"stage{index}")
-      params = stage_params(config.experiment, stage, previous, config_files,
-                            params_override, tpu)
+    for (index, stage, stage_dir, init_stage, _), run_of_stage in zip(
+        runs, prepared):
       objectives = ", ".join(f"{name} x{weight:g}" for name, weight in
                              stage.objectives.as_dict().items())
       print(f"== {schedule} stage {index}: {objectives}, {stage.train_steps} "
             f"steps, in {stage_dir}" +
-            (f", from {previous}" if previous else ""), flush=True)
-      train.run(params, stage_dir, mode="train")
-      previous = stage_dir
-  return previous
+            (f", from {init_stage}" if init_stage else ""), flush=True)
+      train.run(run_of_stage, stage_dir, strategy=strategy)
+  return runs[-1][2]
+
+
+@contextlib.contextmanager
+def _naming_the_stage(index: int, schedule: str):
+  """A user error raised in the body names the stage it is about."""
+  try:
+    yield
+  except (ValueError, FileNotFoundError) as error:
+    try:
+      named = type(error)(f"Stage {index} of {schedule}: {error}")
+    except TypeError:  # an error class with arguments of its own
+      raise error from None
+    raise named from None

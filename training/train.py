@@ -12,8 +12,10 @@ Multi-worker (`TF_CONFIG`): every worker runs the same command on a shared
 `--model_dir`; only the chief writes params.yaml, checkpoints and summaries
 there (the others save to a throw-away directory, as collective saves need
 every worker) and every worker resumes from the chief's latest checkpoint.
-SIGTERM saves a checkpoint after the current loop, then stops the run
-(`fault_tolerance.TrainingPreempted`; the command exits with status 143).
+SIGTERM or SIGINT (Ctrl-C) saves a checkpoint after the current step (after
+the current loop on TPUs and across workers), then stops the run
+(`fault_tolerance.TrainingPreempted`; the command exits with status 143 or
+130); a second Ctrl-C stops at once (`stop_signals`).
 """
 import contextlib
 import copy
@@ -206,26 +208,48 @@ class PreparedRun:
   objectives: Dict[str, objective_base.Objective]
 
 
-def prepare(params: cfg.ExperimentConfig, mode: str = "train"
+def prepare(params: cfg.ExperimentConfig, mode: str = "train",
+            init_checkpoint_from_earlier_stage: bool = False
             ) -> PreparedRun:
   """Builds the run's objectives once and checks, before anything is
   written, everything the run will read: the model config, each
   objective's weight, config and the data `mode` reads, the vocabulary
   against the embedding table, `task.init_checkpoint`, and (training) the
   tokenization against a sample of the training text. One clear error each.
+
+  `init_checkpoint_from_earlier_stage`: `task.init_checkpoint` is the
+  directory an earlier stage of the same schedule will write
+  (`training.stages`), so it need not exist yet; everything else is checked.
   """
   task_config = params.task
   task_config.model.validate()
+  if "train" in mode:
+    check_trainer(params.trainer)
   objectives = task_lib.build_objectives(task_config)
   for objective in objectives.values():
     objective.validate(mode)
   task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
                                        task_config.model.encoder.vocab_size)
-  if task_config.init_checkpoint:
+  if task_config.init_checkpoint and not init_checkpoint_from_earlier_stage:
     checkpoints.resolve(task_config.init_checkpoint)
   if "train" in mode:
     check_training_text(task_config, objectives)
   return PreparedRun(params, mode, objectives)
+
+
+def check_trainer(trainer: cfg.TrainerConfig) -> None:
+  """What orbit's controller would refuse only once params.yaml is
+  written: the loop length and the summary interval."""
+  loop = trainer.steps_per_loop
+  if loop < 1:
+    raise ValueError(f"trainer.steps_per_loop must be 1 or more, got {loop}.")
+  if trainer.train_steps < 1:
+    raise ValueError(f"trainer.train_steps must be 1 or more, got "
+                     f"{trainer.train_steps}.")
+  if trainer.summary_interval and trainer.summary_interval % loop:
+    raise ValueError(f"trainer.summary_interval ({trainer.summary_interval}) "
+                     f"must be a multiple of trainer.steps_per_loop ({loop}): "
+                     "summaries are written at the end of a loop.")
 
 
 def check_training_text(task_config, objectives) -> None:
@@ -288,23 +312,27 @@ class _ExperimentRunner(train_lib.OrbitExperimentRunner):
     return super()._build_best_checkpoint_exporter()
 
   def _maybe_build_checkpoint_manager(self):
+    # Every worker saves at the same steps (collective saves need them all).
     if self.strategy.extended.should_checkpoint:
       fault_tolerance.repair_checkpoint_state(self.model_dir)
-      return fault_tolerance.guard_disk_full_saves(
-          super()._maybe_build_checkpoint_manager())
-    return _WorkerCheckpointManager(
+      return checkpoints.save_at_interval_multiples(
+          fault_tolerance.guard_disk_full_saves(
+              super()._maybe_build_checkpoint_manager()))
+    return checkpoints.save_at_interval_multiples(_WorkerCheckpointManager(
         self.trainer.checkpoint, restore_dir=self.model_dir,
         step_counter=self.trainer.global_step,
         checkpoint_interval=self.params.trainer.checkpoint_interval,
-        init_fn=self.trainer.initialize)
+        init_fn=self.trainer.initialize))
 
   def _build_controller(self, trainer, evaluator, train_actions=None,
                         **kwargs):
     if trainer:
-      train_actions = list(train_actions or []) + [
-          fault_tolerance.PreemptionCheckpoint(
-              self._termination, self.strategy, self.checkpoint_manager,
-              self.trainer.global_step)]
+      preemption = fault_tolerance.PreemptionCheckpoint(
+          self._termination, self.strategy, self.checkpoint_manager,
+          self.trainer.global_step)
+      # Checked between steps too, where the trainer can stop there.
+      trainer.preemption = preemption
+      train_actions = list(train_actions or []) + [preemption]
     return super()._build_controller(trainer, evaluator,
                                      train_actions=train_actions, **kwargs)
 
@@ -353,7 +381,8 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
   Raises:
     run_lock.RunDirectoryInUse: another process trains in `model_dir`.
     ValueError: the vocabulary's casing does not fit the training text.
-    fault_tolerance.TrainingPreempted: SIGTERM came; a checkpoint was saved.
+    fault_tolerance.TrainingPreempted: SIGTERM or SIGINT came; a checkpoint
+      was saved.
     fault_tolerance.NonFiniteTrainingError: a step's loss or gradient was not
       finite (unless `task.skip_non_finite_batches`).
     fault_tolerance.CheckpointSaveError: the disk was full during a save;

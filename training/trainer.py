@@ -22,7 +22,13 @@ each objective's `after_update` hook. Beside that step it adds:
     the iterator with the model (`train_data_iterator`), so a resumed run
     continues the data stream where the checkpoint was taken.
     `tf.distribute` iterators (several replicas or workers, TPUs) cannot be
-    saved; those runs restart their input pipelines.
+    saved; those runs restart their input pipelines;
+  * a stop between two steps: in one process (not on TPUs) a loop is a
+    Python loop over the compiled step, which checks `preemption` (a
+    `fault_tolerance.PreemptionCheckpoint`, set by the runner) before each
+    step; after SIGTERM or SIGINT it ends the loop and saves and stops at
+    once. On TPUs (one compiled loop) and across workers (who must agree
+    first) the stop comes at the end of the loop.
 
 The global step counts batches, skipped ones included; the optimizer's
 `iterations` counts updates.
@@ -55,6 +61,9 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
 
   first_step_of_run = None  # the step this process started (or resumed) at
   skipped_batches = 0  # batches skipped as non-finite by this process
+  # A `fault_tolerance.PreemptionCheckpoint`: checked between steps (see the
+  # module docstring).
+  preemption = None
 
   def __init__(self, config, task, model, optimizer, train=True,
                evaluate=True, train_dataset=None, validation_dataset=None,
@@ -117,6 +126,37 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
       spec = getattr(spec, "_value_specs", [spec])[0]  # PerReplicaSpec
       return tf.zeros([1 if d is None else d for d in spec.shape], spec.dtype)
     self.model(tf.nest.map_structure(zeros, spec), training=False)
+
+  @property
+  def stops_between_steps(self) -> bool:
+    """Whether a stop signal ends the loop after the current step (one
+    process, not a TPU); else at the end of the loop."""
+    return (not self._is_tpu and
+            fault_tolerance.num_workers(self.strategy) == 1)
+
+  def create_train_loop_fn(self):
+    """orbit's loop, or where a stop may come between steps, a Python loop
+    over the compiled step that ends early once `preemption` is requested."""
+    if not self.stops_between_steps:
+      return super().create_train_loop_fn()
+    step = tf.function(self.train_step)
+
+    def loop(iterator, num_steps):
+      try:
+        for _ in range(int(num_steps)):
+          if self.preemption is not None and self.preemption.requested:
+            return
+          step(iterator)
+      except (StopIteration, tf.errors.OutOfRangeError):
+        logging.info("The training data ended before the loop did.")
+    return loop
+
+  def train(self, num_steps):
+    logs = super().train(num_steps)
+    if (self.preemption is not None and self.preemption.requested and
+        self.stops_between_steps):
+      self.preemption(logs)  # saves a checkpoint, raises TrainingPreempted
+    return logs
 
   @property
   def input_in_checkpoint(self) -> bool:

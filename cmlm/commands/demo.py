@@ -9,6 +9,7 @@ export the model, and print the figures as one JSON line, last.
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.commands import training_exits
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model_dir", None, "Where the run goes (default "
@@ -25,4 +26,6 @@ def main(argv) -> None:
                      f"{FLAGS.train_steps}.")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import demo  # pylint: disable=g-import-not-at-top
-  demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)
+  # SIGTERM or Ctrl-C while it trains: a checkpoint, one line, 143 or 130.
+  with training_exits.training_exits("demo"):
+    demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)

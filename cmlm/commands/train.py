@@ -6,10 +6,11 @@ r"""Train an experiment: Model Garden's train_lib + orbit (training/train.py).
 
 Model Garden's flags, as Model Garden defines them, plus --strategy.
 Checkpoints and TensorBoard summaries go to --model_dir; the same command
-again resumes from its latest checkpoint. SIGTERM saves a checkpoint and
-exits with status 143; a non-finite loss stops with status 1; a second
-process on the same --model_dir, or a full disk during a save, stops with
-one line and status 2.
+again resumes from its latest checkpoint. SIGTERM or Ctrl-C (SIGINT) saves a
+checkpoint after the current step and exits with status 143 or 130 (a
+second Ctrl-C stops at once); a non-finite loss stops with status 1; a
+second process on the same --model_dir, or a full disk during a save, stops
+with one line and status 2.
 
 Model selection (SimCSE's "STS-B dev every 125 steps, keep the best"): with
 `trainer.best_checkpoint_eval_metric` naming an evaluation task (e.g.

@@ -22,6 +22,9 @@ flags.DEFINE_bool("lower_case", True, "Lower-case the text (uncased).",
 flags.DEFINE_float("smoothing_exponent", 0.3, "With LANG=CORPUS inputs: the "
                    "language smoothing exponent (section 4.4).",
                    flag_values=FLAGS)
+flags.DEFINE_bool("skip_invalid_lines", False, "Skip (and count) lines that "
+                  "are not UTF-8 instead of stopping at the first.",
+                  flag_values=FLAGS)
 
 
 def main(argv) -> None:
@@ -35,7 +38,8 @@ def main(argv) -> None:
   if "=" in FLAGS.input:
     multilingual_vocab.build_vocab_from_language_corpora(
         FLAGS.input, FLAGS.output, FLAGS.vocab_size, FLAGS.smoothing_exponent,
-        FLAGS.lower_case)
+        FLAGS.lower_case, FLAGS.skip_invalid_lines)
   else:
     vocabulary.build_vocab_from_corpus(FLAGS.input, FLAGS.output,
-                                       FLAGS.vocab_size, FLAGS.lower_case)
+                                       FLAGS.vocab_size, FLAGS.lower_case,
+                                       FLAGS.skip_invalid_lines)

@@ -21,7 +21,8 @@ memory when the pipeline is built (a malformed line fails naming file and
 line).
 """
 import dataclasses
-from typing import List, Optional, Tuple
+import itertools
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -74,6 +75,24 @@ def read_marked_sentences(path_spec: str, max_ngrams: int
   """The sentences (words joined by spaces) and their word spans
   `[sentences, max_ngrams, 2]` (-1 in unused slots) of marked files."""
   texts, all_spans = [], []
+  for text, spans in _marked_sentences(path_spec, max_ngrams):
+    texts.append(text)
+    all_spans.append(spans)
+  return texts, np.stack(all_spans)
+
+
+def sample_marked_sentences(path_spec: str, max_sentences: int) -> List[str]:
+  """The first `max_sentences` marked sentences (for the checks before
+  training); fails like `read_marked_sentences` on files without one."""
+  return [text for text, _ in itertools.islice(
+      _marked_sentences(path_spec, 1), max_sentences)]
+
+
+def _marked_sentences(path_spec: str, max_ngrams: int
+                      ) -> Iterator[Tuple[str, np.ndarray]]:
+  """Each sentence with a marked n-gram and its padded spans, in file
+  order; an error names the file and line, or that there is none."""
+  found = False
   for path in corpus.expand_path_spec(path_spec):
     with open(path, "rb") as f:
       for number, raw in enumerate(text_lines.iter_lines(f), start=1):
@@ -89,14 +108,13 @@ def read_marked_sentences(path_spec: str, max_ngrams: int
                            ) from None
         if not words or not spans:
           continue
-        texts.append(" ".join(words))
         padded = np.full([max_ngrams, 2], -1, np.int32)
         for slot, span in enumerate(spans[:max_ngrams]):
           padded[slot] = span
-        all_spans.append(padded)
-  if not texts:
+        found = True
+        yield " ".join(words), padded
+  if not found:
     raise ValueError(f"{path_spec} holds no sentence with a marked n-gram.")
-  return texts, np.stack(all_spans)
 
 
 def encode_marked(tokenizer: tokenization.WordPieceTokenizer, text, spans,

@@ -187,6 +187,10 @@ class MisadObjective(base.Objective):
                        f"{config.max_predictions_per_seq}.")
     misad_data.validate_config(data_config, self.tokenization)
 
+  def text_sample(self, data_config, max_sentences):
+    return misad_data.sample_marked_sentences(data_config.input_path,
+                                              max_sentences)
+
   def build_inputs(self, data_config, input_context=None):
     return misad_data.build_misad_dataset(data_config, self.tokenization,
                                           input_context)

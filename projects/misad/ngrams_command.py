@@ -37,6 +37,9 @@ flags.DEFINE_bool("keep_unmarked", False, "Also write sentences that hold "
                   "no n-gram.", flag_values=FLAGS)
 flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.",
                   flag_values=FLAGS)
+flags.DEFINE_bool("skip_invalid_lines", False, "Skip (and count) lines that "
+                  "are not UTF-8 instead of stopping at the first.",
+                  flag_values=FLAGS)
 
 
 def main(argv) -> None:
@@ -53,7 +56,8 @@ def main(argv) -> None:
                            min_count=FLAGS.min_count, top_k=FLAGS.top_k,
                            formula=FLAGS.formula,
                            document_unit=FLAGS.document_unit),
-      keep_unmarked=FLAGS.keep_unmarked)
+      keep_unmarked=FLAGS.keep_unmarked,
+      skip_invalid_lines=FLAGS.skip_invalid_lines)
 
 
 commands.register_command("ngrams", __name__)

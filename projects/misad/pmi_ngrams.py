@@ -219,15 +219,20 @@ class ExtractionStats:
             f"{self.marked_ngrams} n-grams marked ({lengths or 'none'})")
 
 
-def _documents(path_spec: str, unit: str) -> Iterator[List[str]]:
+def _documents(path_spec: str, unit: str, skip_invalid_lines: bool = False,
+               corpus_stats: Optional[corpus.CorpusStats] = None
+               ) -> Iterator[List[str]]:
   """Each document of the corpus as its sentences, streamed."""
+  read = lambda spec: corpus.read_documents(  # pylint: disable=g-long-lambda
+      spec, stats=corpus_stats, skip_invalid_lines=skip_invalid_lines,
+      how_to_skip="pass --skip_invalid_lines")
   if unit == "paragraph":
-    for paragraph in corpus.read_documents(path_spec):
+    for paragraph in read(path_spec):
       yield sentence_splitter.split_sentences(paragraph)
     return
   for path in corpus.expand_path_spec(path_spec):
     sentences = []
-    for paragraph in corpus.read_documents(path):
+    for paragraph in read(path):
       sentences.extend(sentence_splitter.split_sentences(paragraph))
     yield sentences
 
@@ -246,7 +251,8 @@ def mark_document(sentences: Sequence[str], config: PmiConfig
 def extract_ngrams(input_spec: str, output_path: str,
                    config: Optional[PmiConfig] = None,
                    keep_unmarked: bool = False, stream=None,
-                   progress_seconds: float = 10.0) -> ExtractionStats:
+                   progress_seconds: float = 10.0,
+                   skip_invalid_lines: bool = False) -> ExtractionStats:
   """`python -m cmlm ngrams`: marks the corpus's PMI n-grams into a file.
 
   Args:
@@ -257,9 +263,14 @@ def extract_ngrams(input_spec: str, output_path: str,
     keep_unmarked: also write sentences without any n-gram.
     stream: where progress goes (stderr).
     progress_seconds: seconds between progress lines.
+    skip_invalid_lines: skip lines that are not UTF-8 instead of failing.
 
   Returns:
     The `ExtractionStats`.
+
+  Raises:
+    ValueError: the corpus yields no n-gram (no word at all, or none repeated
+      `min_count` times in a document); nothing is written then.
   """
   config = config or PmiConfig()
   config.check()
@@ -270,10 +281,12 @@ def extract_ngrams(input_spec: str, output_path: str,
     raise FileNotFoundError(f"The output directory {directory} does not "
                             "exist.")
   stats = ExtractionStats()
+  corpus_stats = corpus.CorpusStats()
   start = last_report = time.perf_counter()
   with atomic_file.atomic_file(output_path) as temporary:
     with open(temporary, "w", encoding="utf-8") as out:
-      for sentences in _documents(input_spec, config.document_unit):
+      for sentences in _documents(input_spec, config.document_unit,
+                                  skip_invalid_lines, corpus_stats):
         stats.documents += 1
         lines = []
         for words, spans in mark_document(sentences, config):
@@ -296,6 +309,27 @@ def extract_ngrams(input_spec: str, output_path: str,
                 f"({stats.words / (now - start):.0f} words/s), "
                 f"{stats.marked_ngrams} n-grams marked", file=stream,
                 flush=True)
+      if not stats.marked_ngrams:  # MiSAD would fail later on such a file
+        raise ValueError(_no_ngram_reason(input_spec, stats, config))
+  if corpus_stats.skipped_invalid_lines:
+    print(f"ngrams: skipped {corpus_stats.skipped_invalid_lines} line(s) that "
+          "are not UTF-8.", file=stream, flush=True)
   print(f"ngrams: wrote {output_path}: {stats} in "
         f"{time.perf_counter() - start:.1f}s", file=stream, flush=True)
   return stats
+
+
+def _no_ngram_reason(input_spec: str, stats: ExtractionStats,
+                     config: PmiConfig) -> str:
+  """Why `input_spec` gave no n-gram, and what to change, in one line."""
+  found = (f"{stats.documents} document(s), {stats.sentences} sentence(s), "
+           f"{stats.words} word(s)")
+  if not stats.words:
+    return (f"--input={input_spec} holds no word (a run of letters or "
+            f"digits; found {found}): is it text? Nothing was written.")
+  longer = (" or read longer documents (--document_unit=file)"
+            if config.document_unit == "paragraph" else "")
+  return (f"--input={input_spec} yields no n-gram: none of 2 to "
+          f"{config.max_ngram_length} words occurs --min_count="
+          f"{config.min_count} times within one document ({found}); lower "
+          f"--min_count{longer}. Nothing was written.")

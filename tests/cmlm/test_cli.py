@@ -27,7 +27,7 @@ FLAGS_OF = {
                "schedule", "stage_steps"},
     "demo": {"model_dir", "train_steps"},
     "vocab": {"input", "output", "vocab_size", "lower_case",
-              "smoothing_exponent"},
+              "smoothing_exponent", "skip_invalid_lines"},
     "pcr": {"model_dir", "input", "sample_size", "checkpoint"},
     "export": {"model_dir", "export_dir", "checkpoint", "version",
                "overwrite", "normalize", "export_mlm", "eval_report",
@@ -134,3 +134,20 @@ def test_library_packages_read_no_flags_object():
       if re.search(r"\bFLAGS\b|\bflags_obj\b|from absl import flags", text):
         offenders.append(os.path.relpath(path, REPO_ROOT))
   assert not offenders
+
+
+def test_a_user_error_raised_inside_gin_prints_without_gin_s_note():
+  """Model Garden's `create_trainer` is a gin configurable: gin appends
+  "In call to configurable ..." to an error raised inside it; the command's
+  line is the error alone."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+
+  @gin.configurable
+  def create_something():
+    raise ValueError("data.txt holds no sentence.")
+  with pytest.raises(ValueError) as raised:
+    create_something()
+  assert "In call to configurable" in str(raised.value)
+  assert command_line.error_line(raised.value) == "data.txt holds no sentence."
+  assert command_line.error_line(KeyError("x")) == "'x'"

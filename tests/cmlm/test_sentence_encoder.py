@@ -74,8 +74,38 @@ def test_encode_follows_sentence_transformers_semantics(tiny):
   assert raw_model.encode([]).shape == (0, raw.shape[1])
   with pytest.raises(ValueError, match="defines no prompts"):
     raw_model.encode(SENTENCES, prompt_name="query")
-  with pytest.raises(ValueError, match="--precision must be one of"):
+  with pytest.raises(ValueError, match="precision must be one of"):
     raw_model.encode(SENTENCES, precision="int4")
+
+
+def test_bad_sentences_name_the_argument_the_index_and_the_type(tiny,
+                                                                tmp_path):
+  """The API speaks of its own arguments (no `--flag` words) and says which
+  sentence is wrong and what it takes."""
+  model = SentenceEncoder(tiny.model_dir)
+  for sentences, error, words in [
+      (None, TypeError, "sentences must be a string or a sequence of "
+                        "strings, got NoneType."),
+      (123, TypeError, "sentences must be a string or a sequence of "
+                       "strings, got int."),
+      (b"x", TypeError, "sentences is bytes, not a string or a sequence of "
+                        "strings; decode it first"),
+      (["a", b"x"], TypeError, "sentences[1] is bytes; expected str (decode "
+                               "bytes to str first)."),
+      (["a", "b", 7], TypeError, "sentences[2] is int; expected str."),
+      (["a", "b\ud800c"], ValueError, "sentences[1] is not valid Unicode: "
+                                      "character 1 is a lone surrogate")]:
+    with pytest.raises(error) as raised:
+      model.encode(sentences)
+    assert str(raised.value).startswith(words), str(raised.value)
+  missing = str(tmp_path / "nowhere")
+  with pytest.raises(FileNotFoundError) as raised:
+    SentenceEncoder(missing)
+  assert str(raised.value) == f"model={missing} is not a directory."
+  with pytest.raises(ValueError) as raised:
+    SentenceEncoder(missing + ",x", checkpoint="c")
+  assert "--" not in str(raised.value)
+  assert str(raised.value).startswith("checkpoint applies to a training run")
 
 
 def test_raw_output_is_refused_where_the_graph_normalises(tiny):

@@ -58,3 +58,46 @@ def test_sample_corpus_reads_only_what_it_needs(tmp_path):
   sample = unk_rate.sample_corpus(str(directory), max_sentences=20)
   assert len(sample) == 20
   assert len(set(sample)) > 10
+
+
+def test_a_casing_mismatch_is_caught_by_the_vocabulary_s_entries(tmp_path,
+                                                                 capsys):
+  """A cased vocabulary that also holds every lower-case character reads
+  0% [UNK] with both casings; its capitalised entries, which lower-cased
+  text never produces, give it away. The reverse: an uncased vocabulary
+  read with lower_case=false, on text with few enough capitals for the
+  [UNK] rate to stay under its limit."""
+  letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+  cased_vocab = (helpers.SPECIAL_TOKENS + helpers.WORDS +
+                 [c for c in letters if c not in helpers.WORDS] +
+                 ["##" + c for c in letters] + ["The", "Cat", "A", "Dog"])
+  path = helpers.write_tiny_vocab(tmp_path, cased_vocab, name="cased.txt")
+  lower = tokenization.TokenizationConfig(vocab_file=path, lower_case=True)
+  measured = unk_rate.measure(lower, SENTENCES)
+  assert measured.rate == measured.other_casing_rate == 0
+  with pytest.raises(ValueError) as raised:
+    unk_rate.check(lower, SENTENCES, "cmlm's training data")
+  message = str(raised.value)
+  assert "\n" not in message and "'The'" in message
+  assert message.endswith("set task.tokenization.lower_case=false.")
+  # Not a problem with the casing it was made for, nor without text.
+  unk_rate.check(tokenization.TokenizationConfig(vocab_file=path,
+                                                 lower_case=False),
+                 SENTENCES, "text")
+  with pytest.raises(ValueError, match="is cased"):
+    unk_rate.check(lower, [], "text")
+
+  uncased = helpers.write_tiny_vocab(tmp_path)
+  config = tokenization.TokenizationConfig(vocab_file=uncased,
+                                           lower_case=False)
+  text = ["the cat sat on the mat ."] * 30 + ["The cat sat ."] * 4  # ~2%
+  assert unk_rate.measure(config, text).rate < config.max_unk_rate
+  with pytest.raises(ValueError, match=r"of the words of text hold upper-case"
+                     r" .* is uncased .* set task.tokenization.lower_case="
+                     r"true\.$"):
+    unk_rate.check(config, text, "text")
+  unk_rate.check(config, [s.lower() for s in text], "text")
+  unk_rate.check(tokenization.TokenizationConfig(vocab_file=uncased,
+                                                 lower_case=True), text,
+                 "text")
+  assert "Warning" not in capsys.readouterr().out

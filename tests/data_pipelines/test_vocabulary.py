@@ -1,4 +1,7 @@
-"""A vocabulary with a repeated token fails in one line naming both lines."""
+"""Vocabularies: a repeated token fails in one line naming both lines; a
+corpus without a word is refused."""
+import os
+
 import pytest
 
 import cmlm.data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
@@ -39,3 +42,23 @@ def test_written_vocabularies_leave_out_tokens_holding_white_space(tmp_path):
   vocabulary.write_vocab(tokens, path)
   assert vocabulary.load_vocab(path) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]",
                                          "[MASK]", "s", "##s"]
+
+
+def test_a_corpus_without_a_word_is_refused_and_nothing_is_written(tmp_path):
+  """NUL and control bytes, or white space alone, give the learner no word:
+  one error naming the corpus (not the learner's StopIteration), for one
+  corpus and for a language of a multilingual one; no vocabulary file."""
+  from cmlm.data_pipelines import multilingual_vocab  # pylint: disable=g-import-not-at-top
+  control = tmp_path / "control.txt"
+  control.write_bytes(b"\x00\x00\x01\x02\n\x03\x04 \x05\n\n\x00\n \t\n")
+  output = tmp_path / "vocab.txt"
+  with pytest.raises(vocabulary.VocabularyError,
+                     match=r"control.txt holds no word: 2 document"):
+    vocabulary.build_vocab_from_corpus(str(control), str(output), 100)
+  english = tmp_path / "en.txt"
+  english.write_text("The house is red. The car is blue.\n")
+  with pytest.raises(vocabulary.VocabularyError,
+                     match=r"de=.*control.txt holds no word"):
+    multilingual_vocab.build_vocab_from_language_corpora(
+        f"en={english},de={control}", str(output), 100)
+  assert sorted(os.listdir(tmp_path)) == ["control.txt", "en.txt"]

@@ -2,6 +2,8 @@
 --truncate_dim, --precision and --calibration (export/encode_files.encode_file)."""
 import json
 import os
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -95,7 +97,7 @@ def test_bad_options_fail_before_the_model_loads(tmp_path):
   source.write_text("a\n", encoding="utf-8")
   missing_model = str(tmp_path / "no_model")
   for kwargs, message in [
-      (dict(precision="int4"), "--precision must be one of"),
+      (dict(precision="int4"), "precision must be one of"),
       (dict(truncate_dim=0), "--truncate_dim must be 1 or more"),
       (dict(calibration="c.npy"), "--calibration sets the int8/uint8"),
       (dict(precision="int8", calibration=str(tmp_path / "c.npy")),
@@ -106,3 +108,31 @@ def test_bad_options_fail_before_the_model_loads(tmp_path):
       encode_files.encode_file(missing_model, str(source), str(tmp_path / "o.npy"),
                          show_progress=False, **kwargs)
   assert sorted(os.listdir(tmp_path)) == ["in.txt"]
+
+
+def test_a_stop_signal_while_writing_leaves_no_file(tiny, tmp_path,
+                                                    monkeypatch):
+  """SIGINT or SIGTERM in the middle of writing --output raises
+  `Interrupted` there (`python -m cmlm` then exits 130 or 143): the half
+  written file is removed and --output never appears."""
+  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "_received", [])  # this process's own
+  source = tmp_path / "in.txt"
+  source.write_text("\n".join(SENTENCES), encoding="utf-8")
+
+  def write_half_then_get_a_signal(path, embeddings, sentences):
+    del embeddings, sentences
+    with open(path, "wb") as f:
+      f.write(b"\x93NUMPY half")
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(10)  # the handler raises here, at the next line of Python
+  monkeypatch.setattr(embedding_outputs, "_write_npy",
+                      write_half_then_get_a_signal)
+  with pytest.raises(stop_signals.Interrupted) as raised:
+    with stop_signals.raising_interrupted():
+      encode_files.encode_file(tiny.model_dir, str(source),
+                               str(tmp_path / "out.npy"), show_progress=False)
+  assert raised.value.signum == signal.SIGTERM
+  assert os.listdir(tmp_path) == ["in.txt"]
+  assert signal.getsignal(signal.SIGTERM) is not None  # handlers restored

@@ -1,7 +1,12 @@
 """Export and encode refuse bad input clearly and never leave half an output."""
+import errno
 import os
 import shutil
+import signal
 import stat
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -159,3 +164,107 @@ def test_encode_rejects_what_is_not_a_model_or_a_text_file(tiny, tmp_path):
   (tmp_path / "empty.txt").write_text("")
   with pytest.raises(ValueError, match="holds no sentence"):
     text_inputs.read_input(str(tmp_path / "empty.txt"))
+
+
+def test_an_export_dir_that_is_a_file_and_an_output_that_is_a_directory(
+    tiny, tmp_path, monkeypatch):
+  """Refused first, in words that fit: a regular file is no export
+  directory (before the checkpoint is even read), a directory is no
+  --output (not "pass --overwrite", which would not replace it)."""
+  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  target = tmp_path / "a_file"
+  target.write_text("mine")
+
+  def no_work(*args, **kwargs):
+    raise AssertionError("the run was read before the target was checked")
+  monkeypatch.setattr(exporter.run_dir, "load_params", no_work)
+  with pytest.raises(FileExistsError, match=r"--export_dir=.*a_file is a "
+                     "file, not a directory"):
+    exporter.export_run(tiny.model_dir, str(target))
+  assert target.read_text() == "mine"
+  (tmp_path / "e.npy").mkdir()
+  for directory in (tmp_path, tmp_path / "e.npy"):
+    for overwrite in (False, True):
+      with pytest.raises(ValueError, match=r"--output=.* is a directory; "
+                         "name a file"):
+        embedding_outputs.check_output(str(directory), overwrite=overwrite)
+
+
+def test_ctrl_c_during_an_export_removes_it_publishes_nothing_exits_130(
+    tiny, tmp_path):
+  """SIGINT while the SavedModels are written: the temporary version is
+  removed, nothing is published, one line, status 130 (SIGTERM's twin)."""
+  export_dir = tmp_path / "export"
+  process = subprocess.Popen(
+      [sys.executable, "-m", "cmlm", "export", f"--model_dir={tiny.model_dir}",
+       f"--export_dir={export_dir}"], cwd=export_helpers.REPO_ROOT,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  versions = export_dir / "versions"
+  deadline = time.time() + 120
+  while not (versions.is_dir() and any(name.startswith(".tmp-")
+                                       for name in os.listdir(versions))):
+    assert process.poll() is None and time.time() < deadline, (
+        process.communicate()[1][-2000:])
+    time.sleep(0.005)
+  process.send_signal(signal.SIGINT)
+  _, errors = process.communicate(timeout=120)
+  assert process.returncode == 130, errors[-2000:]
+  assert "Traceback" not in errors
+  assert errors.strip().splitlines()[-1] == (
+      "cmlm export: stopped by SIGINT (Ctrl-C); what it was writing was "
+      "removed.")
+  left = os.listdir(export_dir) if export_dir.exists() else []
+  assert [name for name in left if name != ".cmlm-export.lock"] == []
+
+
+@pytest.mark.parametrize("failure", [errno.ENOSPC, errno.EROFS])
+def test_a_full_or_read_only_disk_is_one_line_and_publishes_nothing(
+    tiny, tmp_path, monkeypatch, capsys, failure):
+  """The disk refuses a write in the middle of an export's SavedModels and of
+  encode's --output: one line, status 2, nothing half-written or
+  published (the commands through `python -m cmlm`'s own `main`)."""
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  from cmlm.export import serving  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "watch_for_second_interrupt",
+                      lambda label: None)  # not this test process's business
+
+  def refuse(path, *args, **kwargs):
+    del args, kwargs
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+      f.write(b"half")
+    raise OSError(failure, os.strerror(failure), path)
+  monkeypatch.setattr(serving, "export_text_embedding", refuse)
+  export_dir = tmp_path / "export"
+  with pytest.raises(SystemExit) as exited:
+    command_line.main(["cmlm", "export", f"--model_dir={tiny.model_dir}",
+                       f"--export_dir={export_dir}"])
+  assert exited.value.code == 2
+  line = capsys.readouterr().err.strip().splitlines()[-1]
+  assert line.startswith("cmlm export: error: cannot write ")
+  assert line.endswith(f": {os.strerror(failure)}. Nothing was published: "
+                       "what was being written was removed.")
+  left = [os.path.join(root, name) for root, _, names in os.walk(export_dir)
+          for name in names if name != ".cmlm-export.lock"]
+  assert left == []
+
+  def write_half_then_refuse(path, embeddings, sentences):
+    del embeddings, sentences
+    with open(path, "wb") as f:
+      f.write(b"\x93NUMPY half")
+    raise OSError(failure, os.strerror(failure), path)
+  monkeypatch.setattr(embedding_outputs, "_write_npy", write_half_then_refuse)
+  source = tmp_path / "in.txt"
+  source.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
+  out = tmp_path / "out"
+  out.mkdir()
+  with pytest.raises(SystemExit) as exited:
+    command_line.main(["cmlm", "encode", f"--model={tiny.model_dir}",
+                       f"--input={source}", f"--output={out / 'e.npy'}"])
+  assert exited.value.code == 2
+  line = capsys.readouterr().err.strip().splitlines()[-1]
+  assert line.startswith("cmlm encode: error: cannot write ")
+  assert os.listdir(out) == []

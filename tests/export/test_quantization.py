@@ -74,7 +74,7 @@ def test_truncate_then_normalize_then_quantize():
       calibration_embeddings=values)
   np.testing.assert_array_equal(quantized, quantization.quantize(
       expected[:3], "uint8", calibration_embeddings=expected))
-  with pytest.raises(ValueError, match="--truncate_dim=17 must be between 1 "
+  with pytest.raises(ValueError, match="truncate_dim=17 must be between 1 "
                      "and the model's 16 dimensions"):
     postprocess.postprocess(values, truncate_dim=17)
 

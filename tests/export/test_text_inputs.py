@@ -80,3 +80,18 @@ def test_errors_name_the_file_and_what_is_expected(tmp_path):
     text_inputs.read_input(header_only)
   with pytest.raises(ValueError, match="--input_format must be auto or one"):
     text_inputs.read_input(header_only, "xml")
+
+
+def test_an_input_without_text_is_refused_naming_the_file(tmp_path):
+  """Lines of NUL and control bytes or white space would embed as [CLS]
+  [SEP] alone: refused before any model loads, naming the file."""
+  control = write(tmp_path, "control.txt", b"\x00\x01\n \t\n\n\x7f\n")
+  with pytest.raises(ValueError, match=r"control.txt holds 4 sentence\(s\) "
+                     "but no text"):
+    text_inputs.read_input(control)
+  jsonl = write(tmp_path, "c.jsonl", b'{"text": "\\u0000"}\n{"text": " "}\n')
+  with pytest.raises(ValueError, match="c.jsonl holds 2 sentence"):
+    text_inputs.read_input(jsonl)
+  # One line with text is enough; the empty ones stay rows of their own.
+  mixed = write(tmp_path, "mixed.txt", b"\x00\n\nok\n")
+  assert text_inputs.read_input(mixed) == ["\x00", "", "ok"]

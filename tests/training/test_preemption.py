@@ -160,3 +160,75 @@ def test_a_save_interrupted_at_any_point_leaves_a_resumable_model_dir(
     f.write("model_checkpoint_path: \"ckpt-")
   fault_tolerance.repair_checkpoint_state(model_dir)
   assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-2")
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_after_the_current_step_and_exits_with_status_130(
+    tmp_path):
+  """SIGINT is SIGTERM's twin, and takes effect between two steps: in the
+  middle of a loop of 100 000 steps the run saves the step it reached and
+  exits 130 with one line, not at the end of the loop nor in a
+  KeyboardInterrupt traceback; the same command resumes from there."""
+  params = experiment(train_steps=200_000, steps_per_loop=100_000,
+                      summary_interval=100_000, checkpoint_interval=100_000)
+  model_dir = tmp_path / "interrupted"
+  process = start_training(tmp_path, params, model_dir)
+  lines = []
+  for line in process.stdout:
+    lines.append(line)
+    if "training until step" in line:  # orbit's line as the loop starts
+      break
+  time.sleep(3)  # some steps of the first loop
+  process.send_signal(signal.SIGINT)
+  signalled = time.perf_counter()
+  output = "".join(lines) + process.communicate()[0]
+  assert process.returncode == 130, output[-2000:]
+  assert time.perf_counter() - signalled < 60
+  assert "Traceback" not in output and "KeyboardInterrupt" not in output
+  stopped = [line for line in output.splitlines()
+             if line.startswith("cmlm train: Stopped by SIGINT (Ctrl-C)")]
+  step = latest_step(model_dir)
+  assert len(stopped) == 1 and f"at step {step} after saving" in stopped[0]
+  assert 1 <= step < 100_000
+  assert fault_tolerance.checkpoint_is_complete(
+      tf.train.latest_checkpoint(str(model_dir)))
+  reader = tf.train.load_checkpoint(str(model_dir / f"ckpt-{step}"))
+  assert reader.get_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE") == step
+
+
+SECOND_CTRL_C = """
+import os, signal, sys, time
+sys.path.insert(0, {repo!r})
+from cmlm.data_pipelines import atomic_file
+from cmlm.training import stop_signals
+stop_signals.watch_for_second_interrupt("cmlm test")
+with atomic_file.atomic_file({output!r}) as temporary:
+  with open(temporary, "w") as f:
+    f.write("half of it")
+  # The first Ctrl-C asked for a clean stop that has not come yet, as when
+  # the main thread is inside a long TensorFlow call (a step, a save),
+  # where Python runs no signal handler.
+  signal.signal(signal.SIGINT, lambda signum, frame: None)
+  print(temporary, flush=True)
+  time.sleep(120)
+"""
+
+
+def test_a_second_ctrl_c_ends_the_process_at_once_removing_its_temporaries(
+    tmp_path):
+  output = tmp_path / "embeddings.npy"
+  process = subprocess.Popen(
+      [sys.executable, "-c", SECOND_CTRL_C.format(repo=REPO,
+                                                  output=str(output))],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  temporary = process.stdout.readline().strip()
+  assert os.path.exists(temporary)
+  process.send_signal(signal.SIGINT)
+  time.sleep(0.5)
+  assert process.poll() is None  # one Ctrl-C waits for the clean stop
+  process.send_signal(signal.SIGINT)
+  _, errors = process.communicate(timeout=10)
+  assert process.returncode == 130
+  assert errors.strip().startswith("cmlm test: stopped at once by a second "
+                                   "Ctrl-C")
+  assert os.listdir(tmp_path) == []

@@ -193,3 +193,14 @@ def test_an_unknown_experiment_names_the_registered_ones():
     train.build_params("nope")
   assert "cmlm/tiny" in str(raised.value)
   assert "cmlm/en_base" in str(raised.value)
+
+
+def test_a_summary_interval_off_the_loop_is_refused_before_writing(tmp_path):
+  """orbit refuses it only when the controller is built, after params.yaml
+  is written; `prepare` says so first."""
+  params = helpers.tiny_run_params(4)
+  params.override({"trainer": {"steps_per_loop": 3, "summary_interval": 2}})
+  with pytest.raises(ValueError, match=r"trainer.summary_interval \(2\) must "
+                     r"be a multiple of trainer.steps_per_loop \(3\)"):
+    train.run(params, str(tmp_path / "run"))
+  assert not (tmp_path / "run").exists()

@@ -1,4 +1,6 @@
 """The multistage schedules S1-S3 of section 4.2, chained by `cmlm stages`."""
+import time
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -71,6 +73,19 @@ def test_s3_runs_cmlm_then_cmlm_plus_bitext_from_stage_one(tmp_path):
   samples.write_text("\n".join(sentences * 4), encoding="utf-8")
   pcr.fit_for_model(stage2, f"en={samples}", sample_size=12)
   assert (tmp_path / "s3" / "stage2" / "pcr_components.json").exists()
+
+
+def test_a_bad_stage_two_setting_stops_before_stage_one_writes_anything(
+    tmp_path):
+  """Every stage is checked before the first step of stage 1: stage 2 of s3
+  without its bitext data fails in seconds, and nothing is written."""
+  start = time.perf_counter()
+  with pytest.raises(ValueError,
+                     match=r"^Stage 2 of s3: .*input_path is empty"):
+    stages.run("s3", str(tmp_path / "s3"), params_override=_tiny_overrides(""),
+               stage_steps=(2, 2))
+  assert time.perf_counter() - start < 60
+  assert not (tmp_path / "s3").exists()
 
 
 def test_unknown_schedule_and_step_counts_are_clear_errors(tmp_path):

@@ -199,3 +199,21 @@ def test_bad_settings_are_one_clear_error(vocab_file, tmp_path):
   objective = _objective(vocab_file)
   with pytest.raises(ValueError, match="input_path is empty"):
     objective.check_data(misad_data.MisadDataConfig())
+
+
+def test_marked_sentences_are_sampled_before_training(vocab_file, tmp_path):
+  """`prepare` samples each objective's text (`text_sample`) before the
+  run is built: a marked file without an n-gram fails there, in one line,
+  not inside Model Garden's trainer (where gin adds a line of its own)."""
+  objective = _objective(vocab_file)
+  marked = tmp_path / "marked.txt"
+  marked.write_text("(new york) is big\nno ngram here\nshe moved to "
+                    "(new york)\n")
+  config = misad_data.MisadDataConfig(input_path=str(marked))
+  assert objective.text_sample(config, 5) == ["new york is big",
+                                              "she moved to new york"]
+  assert objective.text_sample(config, 1) == ["new york is big"]
+  marked.write_text("")  # e.g. what `ngrams` wrote before it refused this
+  with pytest.raises(ValueError, match="marked.txt holds no sentence with a "
+                     "marked n-gram"):
+    objective.text_sample(config, 5)

@@ -1,7 +1,11 @@
 """`python -m cmlm ngrams`: PMI n-grams of a corpus, marked (Li et al. 2020,
 section 3.1); errors are one line, nothing half-written."""
+import os
+import re
 import subprocess
 import sys
+
+import pytest
 
 from cmlm.projects.misad import pmi_ngrams
 from tests import helpers
@@ -63,6 +67,38 @@ def test_help_lists_the_command_s_own_flags_and_the_command_is_listed():
   assert result.stdout.startswith("usage: python -m cmlm ngrams ")
   assert test_cli.listed_flags(result.stdout) == {
       "input", "output", "max_ngram_length", "min_count", "top_k", "formula",
-      "document_unit", "keep_unmarked", "overwrite", "verbosity"}
+      "document_unit", "keep_unmarked", "overwrite", "skip_invalid_lines",
+      "verbosity"}
   listing = test_cli.run_cli("--help")
   assert "\n  ngrams  Mark a corpus's PMI n-grams" in listing.stdout
+
+
+def test_input_without_an_ngram_is_refused_and_hints_name_its_own_flags(
+    tmp_path):
+  """A file of NUL and control bytes, or text whose n-grams never repeat,
+  yields no n-gram: one error naming the file and why, and no output (MiSAD
+  would fail later on an empty file). A line that is not UTF-8 is refused
+  with a hint naming a flag `ngrams` takes, which then skips it."""
+  from cmlm.projects.misad import ngrams_command  # pylint: disable=g-import-not-at-top
+  output = tmp_path / "marked.txt"
+  control = tmp_path / "control.txt"
+  control.write_bytes(b"\x00\x00\x01\x02\n\x03\x04 \x05\n\n\x00\n")
+  with pytest.raises(ValueError, match=r"control.txt holds no word .*"
+                     r"Nothing was written"):
+    pmi_ngrams.extract_ngrams(str(control), str(output))
+  once = tmp_path / "once.txt"
+  once.write_text("Every word here is new. Nothing repeats at all.\n")
+  with pytest.raises(ValueError, match=r"once.txt yields no n-gram: .*"
+                     r"lower --min_count"):
+    pmi_ngrams.extract_ngrams(str(once), str(output))
+  assert sorted(os.listdir(tmp_path)) == ["control.txt", "once.txt"]
+
+  latin1 = tmp_path / "latin1.txt"
+  latin1.write_bytes(b"caf\xe9 au lait\nnew york, new york. new york!\n")
+  with pytest.raises(ValueError, match="not UTF-8") as raised:
+    pmi_ngrams.extract_ngrams(str(latin1), str(output))
+  hinted = re.findall(r"--(\w+)", str(raised.value))
+  assert hinted and all(name in ngrams_command.FLAGS for name in hinted)
+  stats = pmi_ngrams.extract_ngrams(str(latin1), str(output),
+                                    skip_invalid_lines=True)
+  assert stats.marked_ngrams >= 1 and output.read_text().strip()
