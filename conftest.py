@@ -54,3 +54,13 @@ def tiny(tiny_run, tiny_export):
   in-memory model (tests/export/export_helpers.TinyExport)."""
   from tests.export import export_helpers  # pylint: disable=g-import-not-at-top
   return export_helpers.tiny_export(tiny_run, tiny_export)
+
+
+@pytest.fixture(scope="session")
+def tiny_artifacts_export(tiny_run, tmp_path_factory):
+  """`tiny_run` exported once per session with the TFLite and ONNX
+  artifacts (`--formats=saved_model,tflite,onnx`): the ExportResult."""
+  from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
+  export_dir = str(tmp_path_factory.mktemp("tiny_artifacts") / "export")
+  return exporter.export_run(tiny_run[0], export_dir,
+                             formats=("saved_model", "tflite", "onnx"))
