@@ -145,9 +145,11 @@ def export_run(model_dir: str, export_dir: str,
       eval_report=eval_report if write_card else None,
       options=card_options, find_report=write_card)
   card = model_card.model_card(facts) if write_card else None
+  # A pooling head's own signatures (a lens's binary codes) stay in serving/.
   extra_signatures = (sorted(encoder.pooling_head.serving_signatures(
       serving_lib.TextEmbedding(preprocessor, serving_encoder)))
-                      if encoder.pooling_head is not None else [])
+                      if encoder.pooling_head is not None and len(formats) > 1
+                      else [])
   def write(directory):
     # All three go into one temporary directory, published only when whole.
     encoder_lib.export_encoder(encoder_model,

@@ -169,7 +169,6 @@ def publish(export_dir: str, name: str, version: int) -> None:
   _point(os.path.join(export_dir, "serving", str(version)),
          os.path.join("..", VERSIONS_DIR, name, "serving"))
   _point(os.path.join(export_dir, CURRENT), os.path.join(VERSIONS_DIR, name))
-  # README.md: the model card (export.model_card), when the version has one.
   version_dir = os.path.join(export_dir, VERSIONS_DIR, name)
   for part in ARTIFACT_PARTS:  # a link to an artifact this version lacks goes
     link = os.path.join(export_dir, part)
@@ -177,6 +176,7 @@ def publish(export_dir: str, name: str, version: int) -> None:
         os.path.islink(link) and
         os.readlink(link) == os.path.join(CURRENT, part)):
       os.unlink(link)
+  # README.md: the model card (export.model_card), when the version has one.
   card = os.path.join(version_dir, CARD_FILE)
   for part in ("encoder", "preprocessor") + tuple(
       part for part in ARTIFACT_PARTS

@@ -32,18 +32,19 @@ FLAGS_OF = {
     "export": {"model_dir", "export_dir", "checkpoint", "version",
                "overwrite", "normalize", "export_mlm", "eval_report",
                "model_card", "package_dir", "model_name", "dataset_name",
-               "license", "language"},
+               "license", "language", "formats"},
     "encode": {"model", "checkpoint", "input", "input_format", "text_field",
                "column", "header", "output", "output_format", "batch_size",
                "normalize", "truncate_dim", "precision", "calibration",
-               "overwrite"},
+               "overwrite", "backend", "quantized"},
     "import": {"source", "format", "vocab_file", "seq_length", "lower_case",
                "overwrite", "model_dir", "source_name", "source_license"},
     "eval": {"model", "checkpoint", "tasks", "batch_size", "data_dir",
              "task_data", "report_dir", "max_examples", "bitext_dir",
              "mining_source", "mining_target", "mining_gold",
              "mining_threshold", "tatoeba_languages", "tatoeba_pcr",
-             "langdist_pool", "langdist_size", "binary_threshold"},
+             "langdist_pool", "langdist_size", "binary_threshold", "backend",
+             "quantized"},
 }
 
 
