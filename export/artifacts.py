@@ -8,6 +8,7 @@ SavedModels of the same published version (`export.publish`):
                               activations quantized per call)
     onnx/model.onnx           the same graph through tf2onnx (opset 17)
     onnx/model_int8.onnx      onnxruntime's quantize_dynamic, QInt8 weights
+                              per output channel
     */vocab.txt               the vocabulary, for the tokenizer
     */artifact.json           tokenization, files, sizes, measured agreement
 
@@ -120,9 +121,12 @@ def _write_onnx(directory: str, function) -> None:
   tf2onnx.convert.from_function(
       function, input_signature=function.input_signature, opset=ONNX_OPSET,
       output_path=float32)
+  # Per output channel: on MiniLM, per-tensor weights (the default) left
+  # the embeddings of STS-B sentences at a mean cosine of 0.973 to float32
+  # (smallest 0.954), per channel at 0.996 (0.993).
   quantization.quantize_dynamic(
       float32, os.path.join(directory, FILES["onnx"]["int8"]),
-      weight_type=quantization.QuantType.QInt8)
+      weight_type=quantization.QuantType.QInt8, per_channel=True)
 
 
 _WRITERS: Dict[str, Callable] = {"tflite": _write_tflite, "onnx": _write_onnx}
