@@ -228,6 +228,7 @@ def quality(embed, sentences, gold, reference):
 def where_batch_1_goes(export_dir, ort_int8, sentences, threads):
   """Microseconds per sentence at batch 1 of each part of a call."""
   def per_call_us(function, count=200):
+    count = min(count, len(sentences))
     for s in sentences[:20]:
       function(s)
     start = time.perf_counter()
