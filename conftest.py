@@ -73,3 +73,13 @@ def installed_garden(tmp_path_factory):
   PYTHONPATH. Read it; never write in it."""
   from tests import helpers  # pylint: disable=g-import-not-at-top
   return helpers.install_wheel(str(tmp_path_factory.mktemp("wheel")))
+
+
+@pytest.fixture(scope="session")
+def tiny_artifacts_export(tiny_run, tmp_path_factory):
+  """`tiny_run` exported once per session with the TFLite and ONNX
+  artifacts (`--formats=saved_model,tflite,onnx`): the ExportResult."""
+  from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
+  export_dir = str(tmp_path_factory.mktemp("tiny_artifacts") / "export")
+  return exporter.export_run(tiny_run[0], export_dir,
+                             formats=("saved_model", "tflite", "onnx"))

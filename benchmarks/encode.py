@@ -35,6 +35,10 @@ def parse_args():
                       help="STS-B style file: tab-separated, sentences in "
                       "columns 6 and 7")
   parser.add_argument("--batch_sizes", default="1,32,256")
+  parser.add_argument("--backend", default=None, help="an export's "
+                      "saved_model, tflite or onnx (default: the fastest)")
+  parser.add_argument("--quantized", action="store_true",
+                      help="the tflite / onnx artifact's int8 model")
   parser.add_argument("--min_seconds", type=float, default=3.0,
                       help="time spent on each batch size, at least")
   parser.add_argument("--threads", type=int, default=0,
@@ -84,7 +88,8 @@ def main():
   if args.threads:
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
   sentences = read_sts_sentences(args.sentences)
-  embed = embedders.load_embedder(args.model)
+  embed = embedders.load_embedder(args.model, backend=args.backend,
+                                  quantized=args.quantized)
   baseline = None
   for batch_size in (int(b) for b in args.batch_sizes.split(",")):
     count, seconds = time_batch_size(embed, sentences, batch_size,

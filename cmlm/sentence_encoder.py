@@ -42,6 +42,11 @@ class SentenceEncoder:
       `checkpoint`), a TF-Hub style `encoder/` + `preprocessor/` directory,
       or `"ENCODER_DIR,PREPROCESSOR_DIR"`.
     checkpoint: with a training run, a checkpoint prefix (`RUN/ckpt-N`).
+    backend: with an export: "saved_model", "tflite" or "onnx" (its
+      artifacts of `export --formats`); None: the fastest float32 one it
+      holds (with `quantized`, the fastest int8 one).
+    quantized: the tflite / onnx artifact's int8 model (not `precision`,
+      which quantizes the embeddings).
 
   Attributes:
     model_path: `model` as given.
@@ -51,9 +56,11 @@ class SentenceEncoder:
   """
 
   def __init__(self, model: Union[str, os.PathLike],
-               checkpoint: Optional[str] = None):
+               checkpoint: Optional[str] = None,
+               backend: Optional[str] = None, quantized: bool = False):
     self.model_path = os.fspath(model)
     self._embedder = embedders.load_embedder(self.model_path, checkpoint,
+                                             backend, quantized,
                                              embedders.ARGUMENT_NAMES)
     self.normalizes_in_graph = self._embedder.normalizes_in_graph
 

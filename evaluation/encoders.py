@@ -64,7 +64,10 @@ class CachedEncoder:
 
 
 def load_encoder(model: str, checkpoint: Optional[str] = None,
-                 show_progress: bool = True) -> CachedEncoder:
-  """The `Encoder` for `--model` (see the module docstring)."""
-  return CachedEncoder(embedders.load_embedder(model, checkpoint),
+                 show_progress: bool = True, backend: Optional[str] = None,
+                 quantized: bool = False) -> CachedEncoder:
+  """The `Encoder` for `--model` (see the module docstring); `backend` and
+  `quantized` as `export.embedders.load_embedder` takes them."""
+  return CachedEncoder(embedders.load_embedder(model, checkpoint, backend,
+                                               quantized),
                        show_progress)

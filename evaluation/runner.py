@@ -114,7 +114,8 @@ def run_evaluation(model: str, task_names: Sequence[str],
     loaded[task.name] = task.read(path, options)
   start = time.perf_counter()
   if encoder is None:
-    encoder = encoders.load_encoder(model, checkpoint, options.show_progress)
+    encoder = encoders.load_encoder(model, checkpoint, options.show_progress,
+                                    options.backend, options.quantized)
   print(f"loaded {model} in {time.perf_counter() - start:.1f}s", file=stream)
   results = {}
   for number, (task, _) in enumerate(chosen, start=1):

@@ -31,6 +31,8 @@ class EvalOptions:
   langdist_size: int = 200  # sentences per language
   langdist_k: int = 10
   show_progress: bool = True
+  backend: Optional[str] = None  # export.embedders.BACKENDS; None: fastest
+  quantized: bool = False  # the tflite / onnx backend's int8 model
 
 
 def limit(examples, max_examples: Optional[int], seed: int = 0):

@@ -14,4 +14,8 @@
   text_inputs   encode's readers: .txt, .jsonl, .csv, .tsv, stdin
   postprocess   truncate, L2-normalise, quantize (`quantization`)
   embedding_outputs  encode's writers: .npy, .jsonl, .parquet
+  artifacts     `export --formats=...,tflite,onnx`: the encoder as TFLite and
+                ONNX models, float32 and int8 (`artifact_card`: the card's part)
+  artifact_runtime  those artifacts run without TensorFlow (ai-edge-litert,
+                onnxruntime), tokenized by data_pipelines.plain_tokenizer
 """

@@ -1,6 +1,7 @@
 """Any model of the garden, or any TF-Hub one, as one `Embedder`.
 
-    embedder = load_embedder(model, checkpoint=None)
+    embedder = load_embedder(model, checkpoint=None, backend=None,
+                             quantized=False)
     vectors = embedder.embed(sentences, batch_size=32)  # float32 [n, dim]
 
 `load_embedder` is the one loader `encode`, `eval`, `pcr`, the demo and
@@ -17,6 +18,16 @@
     `serving_default` signature from strings to one embedding), or the base
     of TF Serving's layout, `<base>/<version>/` (the highest version).
 
+An export written with `--formats=...,tflite,onnx` also holds `tflite/`
+and `onnx/` (`export.artifacts`); `backend` picks what computes the
+embedding: "saved_model" (encoder + preprocessor), "tflite" or "onnx"
+(`export.artifact_runtime`), and `quantized` their int8 model. Left out,
+the backend is the fastest float32 one the export holds (`FASTEST_FIRST`,
+measured by benchmarks/encode_vs_sentence_transformers.py); with
+`quantized`, the fastest int8 one. An artifact directory itself
+(`EXPORT/tflite`) loads too. Every other kind is a SavedModel or a run:
+asking it for another backend, or int8, is an error.
+
 `encoder_embedder` makes the same object from an encoder in memory (the demo,
 best-checkpoint selection). `embed` orders sentences by length so that each
 batch pads little, and returns rows in input order.
@@ -28,6 +39,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
 from cmlm.data_pipelines import unk_rate
+from cmlm.export import artifact_runtime
 from cmlm.export import publish
 from cmlm.export import serving
 from cmlm.data_pipelines.tokenization import STRING_BATCH
@@ -40,24 +52,49 @@ from cmlm.training import run_dir
 # The variable our serving model (export/serving.py) records its
 # normalisation in.
 NORMALIZED_VARIABLE = "l2_normalized"
+BACKENDS = ("saved_model",) + artifact_runtime.FORMATS
+# The backends by speed at float32 on a CPU, fastest first, and the
+# artifacts' at int8 (benchmarks/encode_vs_sentence_transformers.py; BUILD.md).
+FASTEST_FIRST = ("tflite", "onnx", "saved_model")
+FASTEST_INT8_FIRST = ("tflite", "onnx")
 
 
-# How errors name the two arguments: the commands' flags, or the Python
-# API's arguments (`cmlm.SentenceEncoder(model, checkpoint)`).
-FLAG_NAMES = ("--model", "--checkpoint")
-ARGUMENT_NAMES = ("model", "checkpoint")
+# How errors name the arguments: the commands' flags, or the Python
+# API's arguments (`cmlm.SentenceEncoder(model, checkpoint, backend,
+# quantized)`).
+FLAG_NAMES = ("--model", "--checkpoint", "--backend", "--quantized")
+ARGUMENT_NAMES = ("model", "checkpoint", "backend", "quantized")
 
 
 def load_embedder(model: str, checkpoint: Optional[str] = None,
-                  names: Tuple[str, str] = FLAG_NAMES) -> Embedder:
-  """The `Embedder` of `model` (see the module docstring); errors name
-  `model` and `checkpoint` as `names` says."""
-  model_name, checkpoint_name = names
+                  backend: Optional[str] = None, quantized: bool = False,
+                  names: Tuple[str, ...] = FLAG_NAMES) -> Embedder:
+  """The `Embedder` of `model` (see the module docstring); errors name the
+  arguments as `names` says."""
+  model_name, checkpoint_name, backend_name, quantized_name = names
   if not model:
     raise ValueError(f"{model_name} is required: a training model_dir, an "
                      "export directory, a SavedModel, or "
                      "ENCODER_DIR,PREPROCESSOR_DIR.")
+  if backend not in (None, "auto") + BACKENDS:
+    raise ValueError(f"{backend_name} must be auto or one of "
+                     f"{', '.join(BACKENDS)}, got {backend!r}.")
+  backend = None if backend == "auto" else backend
+  if quantized and backend == "saved_model":
+    raise ValueError(f"{quantized_name}: the SavedModels are float32 only; "
+                     "int8 is the tflite or onnx backend's.")
   model = os.fspath(model)
+  if artifact_runtime.is_artifact(model):
+    return _artifact_embedder(model, backend, quantized)
+  if (backend not in (None, "saved_model") or quantized) and (
+      "," in model or run_dir.is_run_dir(model) or
+      not tf.io.gfile.isdir(model) or
+      not artifact_runtime.available_formats(publish.resolve(model))):
+    what = f"{backend_name}={backend}" if backend else quantized_name
+    raise ValueError(
+        f"{what} needs an export holding TFLite or ONNX artifacts "
+        f"(python -m cmlm export --formats=saved_model,tflite,onnx); "
+        f"{model_name}={model} holds none.")
   if checkpoint and "," in model:
     raise ValueError(f"{checkpoint_name} applies to a training run, not to "
                      f"{model_name}={model}.")
@@ -68,7 +105,47 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
   if checkpoint:
     raise ValueError(f"{checkpoint_name} applies to a training run; {model} "
                      f"holds no {run_dir.PARAMS_FILE}.")
+  if tf.io.gfile.isdir(model) and backend != "saved_model":
+    version_dir = publish.resolve(model)
+    held = artifact_runtime.available_formats(version_dir)
+    if backend is not None and backend not in held:
+      raise FileNotFoundError(
+          f"{backend_name}={backend}: {model} holds no {backend}/ artifact "
+          f"(it holds {', '.join(held + ['saved_model'])}); export with "
+          f"--formats=saved_model,{backend}.")
+    order = FASTEST_INT8_FIRST if quantized else FASTEST_FIRST
+    for name in ([backend] if backend else order):
+      if name in held and _runtime_installed(name):
+        return _artifact_embedder(os.path.join(version_dir, name), name,
+                                  quantized)
   return saved_model_embedder(model, model_name)
+
+
+def _runtime_installed(name: str) -> bool:
+  """Whether `name`'s runtime imports here (TFLite comes with TensorFlow)."""
+  if name != "onnx":
+    return True
+  try:
+    import onnxruntime  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    return False
+  return True
+
+
+def _artifact_embedder(directory: str, backend: Optional[str],
+                       quantized: bool) -> Embedder:
+  """A TFLite or ONNX artifact (`export.artifact_runtime`) as an Embedder:
+  tokenized in Python, run by its runtime, the encoder's `default`."""
+  manifest = artifact_runtime.read_manifest(directory)
+  if backend not in (None, manifest["format"]):
+    raise ValueError(f"--backend={backend}: {directory} is a "
+                     f"{manifest['format']} artifact.")
+  try:
+    model = artifact_runtime.ArtifactModel(directory, quantized)
+  except ImportError as error:
+    raise ValueError(str(error)) from None
+  return Embedder(model.embed_batch, token_lengths=model.token_lengths,
+                  lengths_take_text=True, keep_alive=model)
 
 
 def run_embedder(model_dir: str, checkpoint: Optional[str] = None,

@@ -31,7 +31,9 @@ def encode_file(model: str, input_path: str, output_path: str,
                 header: bool = True, output_format: str = "auto",
                 precision: str = "float32",
                 truncate_dim: Optional[int] = None,
-                calibration: Optional[str] = None, stdin=None) -> np.ndarray:
+                calibration: Optional[str] = None, stdin=None,
+                backend: Optional[str] = None,
+                quantized: bool = False) -> np.ndarray:
   """Encodes `input_path` in batches; writes and returns the embeddings.
 
   Inputs are read by `export.text_inputs` (`input_format`, `text_field`,
@@ -44,6 +46,8 @@ def encode_file(model: str, input_path: str, output_path: str,
   sentences (read like the input) to embed; the quantization ranges are
   its per-dimension minima and maxima (sentence-transformers'
   `calibration_embeddings`); without it, those of the embeddings written.
+  `backend` and `quantized` pick an export's SavedModels or its TFLite /
+  ONNX artifact, float32 or int8 (`export.embedders.load_embedder`).
   Every argument and file is checked before the model loads; nothing is
   written unless all went well.
   """
@@ -66,7 +70,7 @@ def encode_file(model: str, input_path: str, output_path: str,
       calibration_embeddings = _load_calibration(calibration)
     else:
       calibration_sentences = read(calibration, "auto")
-  embedder = embedders.load_embedder(model, checkpoint)
+  embedder = embedders.load_embedder(model, checkpoint, backend, quantized)
   postprocess.check_normalize(normalize, embedder.normalizes_in_graph, model)
 
   def embed_all(texts):

@@ -9,7 +9,10 @@ writes
     exports/tiny/serving/<version>/  text -> embedding (export.serving)
 
 from the latest checkpoint of `--model_dir` (or `--checkpoint=.../ckpt-N`);
-the version is the checkpoint's step unless `--version` says otherwise. The
+the version is the checkpoint's step unless `--version` says otherwise.
+`--formats=saved_model,tflite,onnx` also writes `tflite/` and `onnx/` into
+the same version (`export.artifacts`: the encoder as TFLite and ONNX models,
+float32 and int8, with the vocabulary their tokenizer reads). The
 checkpoint is read and every model built before anything is written; the
 three SavedModels are then written together into one temporary directory,
 renamed into `versions/<name>/` when complete, and published as a whole by
@@ -23,11 +26,12 @@ version policy; a reader never sees a mix of two exports nor a missing part.
 """
 import dataclasses
 import os
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from cmlm.export import artifacts as artifacts_lib
 from cmlm.export import encoder as encoder_lib
 from cmlm.export import card_facts
 from cmlm.export import model_card
@@ -53,6 +57,7 @@ class ExportResult:
   checkpoint_path: str
   step: int
   version_dir: str = ""  # <export_dir>/versions/<name>: the three, whole
+  artifacts: dict = dataclasses.field(default_factory=dict)  # name -> manifest
 
 
 def export_run(model_dir: str, export_dir: str,
@@ -61,8 +66,8 @@ def export_run(model_dir: str, export_dir: str,
                normalize: bool = True, export_mlm: bool = False,
                eval_report: Optional[str] = None,
                write_card: bool = True,
-               card_options: Optional[card_facts.CardOptions] = None
-               ) -> ExportResult:
+               card_options: Optional[card_facts.CardOptions] = None,
+               formats: Sequence[str] = ("saved_model",)) -> ExportResult:
   """Exports a training run's checkpoint; see the module docstring.
 
   Args:
@@ -79,6 +84,8 @@ def export_run(model_dir: str, export_dir: str,
       beside the three SavedModels.
     card_options: what the user states for the card and `export_info.json`
       (model name, datasets, license, language; `card_facts.CardOptions`).
+    formats: `saved_model` (always written) and any of `tflite`, `onnx`
+      (`export.artifacts`).
   """
   if not export_dir:
     raise ValueError("--export_dir is required: where the SavedModels go.")
@@ -96,6 +103,7 @@ def export_run(model_dir: str, export_dir: str,
                      "training run to export.")
   card_options = card_facts.check_options(card_options or
                                           card_facts.CardOptions())
+  formats = artifacts_lib.parse_formats(formats)
   params = run_dir.load_params(model_dir)
   if export_mlm and run_dir.cmlm_objective_name(params) is None:
     objectives = ", ".join(params.task.active_objectives())
@@ -141,6 +149,11 @@ def export_run(model_dir: str, export_dir: str,
       eval_report=eval_report if write_card else None,
       options=card_options, find_report=write_card)
   card = model_card.model_card(facts) if write_card else None
+  # A pooling head's own signatures (a lens's binary codes) stay in serving/.
+  extra_signatures = (sorted(encoder.pooling_head.serving_signatures(
+      serving_lib.TextEmbedding(preprocessor, serving_encoder)))
+                      if encoder.pooling_head is not None and len(formats) > 1
+                      else [])
   def write(directory):
     # All three go into one temporary directory, published only when whole.
     encoder_lib.export_encoder(encoder_model,
@@ -154,10 +167,17 @@ def export_run(model_dir: str, export_dir: str,
                                       preprocessor, serving_encoder,
                                       normalize, components,
                                       encoder.pooling_head)
+    result.artifacts = artifacts_lib.write_artifacts(
+        directory, formats, serving_encoder, tokenization)
+    if result.artifacts and extra_signatures:
+      print(f"export: {', '.join(result.artifacts)} carry the `default` "
+            f"embedding only; {', '.join(extra_signatures)} (the pooling "
+            "head's) is in serving/ alone.")
     if card is not None:
       with open(os.path.join(directory, card_facts.CARD_FILE), "w",
                 encoding="utf-8") as f:
-        f.write(card)
+        f.write(model_card.model_card(facts, result.artifacts)
+                if result.artifacts else card)
   # The sequence length and the parameters the embedding uses (the serving
   # encoder's: no MLM or projection head) go into export_info.json for
   # readers such as `cmlm.mteb_model` (MTEB's max_tokens, n_parameters).

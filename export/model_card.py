@@ -37,8 +37,9 @@ Language Modeling (Yang et al. 2021, `../shared/papers/cmlm_yang2021.txt`,
 sections 2-3) and the run's other objectives, mean/cls/max pooled.
 """
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
+from cmlm.export import artifact_card
 from cmlm.export import card_facts as facts_lib
 from cmlm.export.card_facts import CardFacts
 
@@ -372,8 +373,10 @@ def _citation(facts: CardFacts) -> List[str]:
   return [lead, "", "```bibtex", "\n\n".join(entries), "```"]
 
 
-def model_card(facts: CardFacts) -> str:
-  """The card's Markdown text (see the module docstring)."""
+def model_card(facts: CardFacts,
+               artifacts: Optional[Dict[str, dict]] = None) -> str:
+  """The card's Markdown text (see the module docstring); `artifacts`, the
+  manifests of the TFLite / ONNX artifacts written (`export.artifacts`)."""
   params = facts.params
   model, tokenization = params.task.model, params.task.tokenization
   encoder = model.encoder
@@ -414,6 +417,7 @@ def model_card(facts: CardFacts) -> str:
              "component first (paper section 5.2)." if facts.has_pcr
              else ".")]
   lines += ["", "## Model Usage", ""] + _usage(facts)
+  lines += artifact_card.artifact_section(artifacts or {})
   lines += ["", "## Fine-tuning", "",
             "`hub.KerasLayer(\"encoder\", trainable=True)` under a Keras 2 "
             "model fine-tunes every encoder weight (the preprocessor has "

@@ -15,6 +15,8 @@ briefly absent. So an export directory is laid out as
       encoder -> current/encoder            the TF-Hub paths readers use:
       preprocessor -> current/preprocessor  symlinks through `current`
       README.md -> current/README.md        the model card, when written
+      tflite -> current/tflite              the TFLite and ONNX artifacts,
+      onnx -> current/onnx                  when exported (`--formats`)
       serving/<version> -> ../versions/<name>/serving
                                             TF Serving's base path (one
                                             symlink per serving version)
@@ -50,6 +52,9 @@ from cmlm.training import run_lock
 VERSIONS_DIR = "versions"
 CURRENT = "current"
 PARTS = ("encoder", "preprocessor", "serving")
+# Written only with `--formats` (export.artifacts); not SavedModels.
+ARTIFACT_PARTS = ("tflite", "onnx")
+ARTIFACT_INFO_FILE = "export_info.json"
 CARD_FILE = "README.md"
 INFO_FILE = os.path.join("assets.extra", "export_info.json")
 LOCK_FILE_NAME = ".cmlm-export.lock"
@@ -74,10 +79,13 @@ def read_info(saved_model_dir: str) -> Optional[dict]:
 
 
 def write_info(version_dir: str, info: Dict) -> None:
-  """Writes `info` into every SavedModel of `version_dir` (before it is
-  published)."""
-  for part in PARTS:
-    path = os.path.join(version_dir, part, INFO_FILE)
+  """Writes `info` into every SavedModel of `version_dir`, and beside each
+  artifact (before it is published)."""
+  paths = [os.path.join(version_dir, part, INFO_FILE) for part in PARTS]
+  paths += [os.path.join(version_dir, part, ARTIFACT_INFO_FILE)
+            for part in ARTIFACT_PARTS
+            if os.path.isdir(os.path.join(version_dir, part))]
+  for path in paths:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
       json.dump(info, f, indent=1)
@@ -161,9 +169,18 @@ def publish(export_dir: str, name: str, version: int) -> None:
   _point(os.path.join(export_dir, "serving", str(version)),
          os.path.join("..", VERSIONS_DIR, name, "serving"))
   _point(os.path.join(export_dir, CURRENT), os.path.join(VERSIONS_DIR, name))
+  version_dir = os.path.join(export_dir, VERSIONS_DIR, name)
+  for part in ARTIFACT_PARTS:  # a link to an artifact this version lacks goes
+    link = os.path.join(export_dir, part)
+    if (not os.path.isdir(os.path.join(version_dir, part)) and
+        os.path.islink(link) and
+        os.readlink(link) == os.path.join(CURRENT, part)):
+      os.unlink(link)
   # README.md: the model card (export.model_card), when the version has one.
-  card = os.path.join(export_dir, VERSIONS_DIR, name, CARD_FILE)
-  for part in ("encoder", "preprocessor") + (
+  card = os.path.join(version_dir, CARD_FILE)
+  for part in ("encoder", "preprocessor") + tuple(
+      part for part in ARTIFACT_PARTS
+      if os.path.isdir(os.path.join(version_dir, part))) + (
       (CARD_FILE,) if os.path.isfile(card) else ()):
     link = os.path.join(export_dir, part)
     if os.path.islink(link) and os.readlink(link) == os.path.join(CURRENT,

@@ -28,7 +28,9 @@ class Embedder:
   Attributes:
     token_lengths: strings `[batch]` -> int `[batch]`, the tokens each
       sentence fills, when the model can count them (else None: `embed`
-      orders by characters).
+      orders by characters); a `tf.string` tensor in, or, with
+      `lengths_take_text`, a list of Python strings (a model run outside
+      TensorFlow).
     normalizes_in_graph: the model L2-normalises its embeddings itself (our
       serving model exported with `--normalize`).
     tokenization: a training run's `task.tokenization` (None otherwise).
@@ -38,9 +40,10 @@ class Embedder:
   def __init__(self, embed_batch: Callable[[List[str]], np.ndarray],
                token_lengths=None, normalizes_in_graph: bool = False,
                tokenization=None, checkpoint_path: Optional[str] = None,
-               keep_alive=None):
+               keep_alive=None, lengths_take_text: bool = False):
     self._embed_batch = embed_batch
     self.token_lengths = token_lengths
+    self._lengths_take_text = lengths_take_text
     self.normalizes_in_graph = normalizes_in_graph
     self.tokenization = tokenization
     self.checkpoint_path = checkpoint_path
@@ -70,6 +73,8 @@ class Embedder:
     counts them (`token_lengths`), else its characters."""
     if self.token_lengths is None:
       return np.array([len(s) for s in sentences], np.int64)
+    if self._lengths_take_text:
+      return np.asarray(self.token_lengths(list(sentences)), np.int64)
     return np.concatenate(
         [np.asarray(self.token_lengths(tf.constant(
             list(sentences[start:start + LENGTH_BATCH]), tf.string)))

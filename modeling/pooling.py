@@ -11,8 +11,11 @@ POOLING_MODES = ("mean", "cls", "max")
 
 
 def float_mask(input_mask, dtype):
-  """`[batch, time, 1]` 1.0 at real tokens, 0.0 at padding."""
-  return tf.cast(tf.not_equal(input_mask, 0), dtype)[:, :, tf.newaxis]
+  """`[batch, time, 1]` 1.0 at real tokens, 0.0 at padding.
+
+  (`expand_dims`, not `[:, :, tf.newaxis]`: TFLite has no builtin for a
+  strided slice that adds an axis, and the TFLite export needs one.)"""
+  return tf.expand_dims(tf.cast(tf.not_equal(input_mask, 0), dtype), -1)
 
 
 def masked_max_pool(states, input_mask):

@@ -3,6 +3,8 @@ array written is the embedding of sentence i.
 
     python -m cmlm encode --model=exports/tiny --input=sentences.txt \
         --output=embeddings.npy [--batch_size=256] [--nonormalize]
+    python -m cmlm encode --model=exports/tiny --backend=tflite --quantized \
+        --input=sentences.txt --output=embeddings.npy
     python -m cmlm encode --model=runs/tiny --input=data.jsonl \
         --text_field=sentence --output=out.parquet --precision=int8 \
         --calibration=corpus_embeddings.npy --truncate_dim=64
@@ -49,6 +51,15 @@ flags.DEFINE_enum("output_format", "auto", ["auto", "npy", "jsonl",
                   flag_values=FLAGS)
 flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
                      flag_values=FLAGS)
+flags.DEFINE_enum("backend", "auto", ["auto", "saved_model", "tflite", "onnx"],
+                  "What computes the embeddings of an export: its "
+                  "SavedModels, or its TFLite or ONNX artifact (export "
+                  "--formats). auto: the fastest float32 one it holds "
+                  "(with --quantized, the fastest int8 one).",
+                  flag_values=FLAGS)
+flags.DEFINE_bool("quantized", False, "Use the artifact's int8 model (tflite "
+                  "or onnx backend). Not --precision, which quantizes the "
+                  "embeddings written.", flag_values=FLAGS)
 flags.DEFINE_bool("normalize", True, "L2-normalise the written embeddings "
                   "(after --truncate_dim). --nonormalize is refused for a "
                   "model that normalises in its graph.", flag_values=FLAGS)
@@ -79,5 +90,6 @@ def main(argv) -> None:
       checkpoint=FLAGS.checkpoint, input_format=FLAGS.input_format,
       text_field=FLAGS.text_field, column=FLAGS.column, header=FLAGS.header,
       output_format=FLAGS.output_format, precision=FLAGS.precision,
-      truncate_dim=FLAGS.truncate_dim, calibration=FLAGS.calibration)
+      truncate_dim=FLAGS.truncate_dim, calibration=FLAGS.calibration,
+      backend=FLAGS.backend, quantized=FLAGS.quantized)
   print(f"Wrote {FLAGS.output}: {embeddings.dtype} {list(embeddings.shape)}")

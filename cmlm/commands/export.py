@@ -5,7 +5,8 @@ Serving text-to-embedding SavedModel (export/exporter.py).
         [--checkpoint=runs/tiny/ckpt-N] [--version=N] [--overwrite] \
         [--eval_report=runs/tiny/eval] [--package_dir=hub/tiny] \
         [--model_name=cmlm-en-base] [--dataset_name=wikipedia] \
-        [--license=apache-2.0] [--language=en]
+        [--license=apache-2.0] [--language=en] \
+        [--formats=saved_model,tflite,onnx]
 
 Each export carries a model card, README.md (export/model_card.py), that
 names no path of this machine; --model_name, --dataset_name, --license and
@@ -29,6 +30,17 @@ flags.DEFINE_string("checkpoint", None, "A checkpoint prefix, e.g. "
                     flag_values=FLAGS)
 flags.DEFINE_integer("version", None, "The TF Serving version (default: the "
                      "checkpoint's step).", flag_values=FLAGS)
+flags.DEFINE_list("formats", ["saved_model"], "What to write: saved_model "
+                  "(encoder/, preprocessor/, serving/N/; always written) and "
+                  "any of tflite (tflite/model.tflite and "
+                  "model_int8.tflite) and onnx (onnx/model.onnx and "
+                  "model_int8.onnx): the encoder as TFLite or ONNX models, "
+                  "float32 and int8, with the vocabulary their Python "
+                  "tokenizer reads, checked against the SavedModel. encode, "
+                  "eval and SentenceEncoder then use the fastest "
+                  "(--backend, --quantized). A format the model cannot be "
+                  "converted to is reported in one line and left out.",
+                  flag_values=FLAGS)
 flags.DEFINE_bool("overwrite", False, "Replace encoder/, preprocessor/ and "
                   "the serving version when they exist.", flag_values=FLAGS)
 flags.DEFINE_bool("normalize", True, "L2-normalise the serving model's "
@@ -104,11 +116,14 @@ def main(argv) -> None:
       version=FLAGS.version, overwrite=FLAGS.overwrite,
       normalize=FLAGS.normalize, export_mlm=FLAGS.export_mlm,
       eval_report=FLAGS.eval_report, write_card=FLAGS.model_card,
-      card_options=options)
+      card_options=options, formats=FLAGS.formats)
   print(f"Exported {result.checkpoint_path} (step {result.step}):\n"
         f"  encoder       {result.encoder_dir}\n"
         f"  preprocessor  {result.preprocessor_dir}\n"
         f"  serving       {result.serving_dir}")
+  for name, manifest in result.artifacts.items():
+    print(f"  {name:<13} {result.export_dir}/{name}/ "
+          f"({', '.join(manifest['files'].values())})")
   if FLAGS.model_card:
     print(f"  model card    {result.export_dir}/README.md")
   if FLAGS.package_dir:

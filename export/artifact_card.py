@@ -1,0 +1,73 @@
+"""The model card's section on the TFLite and ONNX artifacts.
+
+`artifact_section(manifests)` lists, for each artifact an export holds
+(`export.artifacts`), its files, size, speed class and the agreement the
+export measured with the SavedModel, then a snippet that runs the int8
+model with its runtime alone (`int8_snippet`, run verbatim by
+tests/export/test_artifacts.py).
+"""
+from typing import Dict, List
+
+# What benchmarks/encode_vs_sentence_transformers.py measured (MiniLM-L6 on
+# a 2-core Xeon with AVX-512 VNNI and AMX; docs/encoding_and_evaluation.md#speed).
+SPEED_CLASS = {
+    ("tflite", "int8"): "fastest at every batch size measured",
+    ("tflite", "float32"): "float32; fastest float32 at batch 1",
+    ("onnx", "int8"): "int8 with onnxruntime",
+    ("onnx", "float32"): "float32 with onnxruntime",
+}
+_RUNTIME = {"tflite": "`ai-edge-litert` (or TensorFlow's `tf.lite`)",
+            "onnx": "`onnxruntime`"}
+
+
+def _megabytes(size: int) -> str:
+  return f"{size / 1e6:.1f} MB"
+
+
+def int8_snippet(name: str) -> List[str]:
+  """Python that embeds two sentences with `name`'s int8 model, run from
+  the export directory (or an unpacked `name/`' parent)."""
+  return [
+      "```python",
+      "from cmlm.export import artifact_runtime  # imports no TensorFlow",
+      f"model = artifact_runtime.load(\"{name}\", quantized=True)",
+      "embeddings = model.embed([\"A sentence.\", \"Another one.\"], "
+      "normalize=True)",
+      "print(embeddings.shape, embeddings.dtype)",
+      "```",
+  ]
+
+
+def artifact_section(manifests: Dict[str, dict]) -> List[str]:
+  """The card's `## CPU artifacts` lines (empty without artifacts)."""
+  if not manifests:
+    return []
+  lines = ["", "## CPU artifacts", "",
+           "The encoder without its tokenizer (`input_word_ids`, `input_mask` "
+           "int32 `[batch, time]` -> `default` float32 `[batch, dim]`), as "
+           "TFLite or ONNX models, float32 and int8 (dynamic range: int8 "
+           "weights, activations quantized per call). Tokenization is plain "
+           "Python (`cmlm.data_pipelines.plain_tokenizer`, equal to the "
+           "preprocessor's) reading the `vocab.txt` beside each model. "
+           "Agreement: the smallest cosine to the SavedModel's embedding "
+           "over the export's probe sentences (long, empty, non-Latin, "
+           "emoji, controls).",
+           "",
+           "| file | runtime | size | speed class | agreement |",
+           "|---|---|---|---|---|"]
+  for name, manifest in manifests.items():
+    check = manifest.get("check", {})
+    for precision, file in manifest["files"].items():
+      cosine = check.get(f"{precision}_min_cosine")
+      lines.append(
+          f"| `{name}/{file}` | {_RUNTIME[name]} | "
+          f"{_megabytes(manifest['bytes'][precision])} | "
+          f"{SPEED_CLASS[(name, precision)]} | "
+          f"{'n/a' if cosine is None else f'cosine >= {cosine:.4f}'} |")
+  first = "tflite" if "tflite" in manifests else next(iter(manifests))
+  lines += ["", f"With the garden installed, `SentenceEncoder(PATH, "
+            f"backend=\"{first}\", quantized=True)` and `python -m cmlm "
+            f"encode --backend={first} --quantized` use them; without "
+            "TensorFlow, from this directory:", ""]
+  lines += int8_snippet(first)
+  return lines

@@ -1,0 +1,196 @@
+"""The TFLite and ONNX artifacts: the SavedModel's embeddings, with their
+runtime alone (export/artifacts.py, export/artifact_runtime.py)."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cmlm.export import artifact_card
+from cmlm.export import artifact_runtime
+from cmlm.export import artifacts
+from cmlm.export import embedders
+from cmlm.export import encode_files
+from cmlm.export import exporter
+from cmlm.modeling import length_chunks
+from tests.export import export_helpers
+
+FORMATS = ("tflite", "onnx")
+# The tiny encoder's weights are barely trained (4 steps), so its
+# activations are nearly alike and int8 rounding weighs more than in a
+# trained model (MiniLM: see docs/encoding_and_evaluation.md#speed).
+INT8_MIN_COSINE = 0.98
+
+
+def unit_cosines(a, b):
+  return np.sum(export_helpers.unit(a) * export_helpers.unit(b), axis=1)
+
+
+@pytest.fixture(scope="module")
+def saved_model_embeddings(tiny_artifacts_export):
+  return embedders.load_embedder(tiny_artifacts_export.export_dir,
+                                 backend="saved_model").embed(
+                                     export_helpers.ALL_SENTENCES, 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FORMATS)
+def test_float32_artifact_embeds_as_the_saved_model(
+    tiny_artifacts_export, saved_model_embeddings, name):
+  model = artifact_runtime.load(
+      os.path.join(tiny_artifacts_export.export_dir, name))
+  embeddings = model.embed(export_helpers.ALL_SENTENCES, batch_size=4)
+  assert embeddings.shape == saved_model_embeddings.shape
+  assert unit_cosines(embeddings, saved_model_embeddings).min() >= 0.9999
+  manifest = tiny_artifacts_export.artifacts[name]
+  assert manifest["check"]["float32_min_cosine"] >= 0.9999
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FORMATS)
+def test_int8_artifact_is_within_its_bound_and_smaller(
+    tiny_artifacts_export, saved_model_embeddings, name):
+  model = artifact_runtime.load(
+      os.path.join(tiny_artifacts_export.export_dir, name), quantized=True)
+  embeddings = model.embed(export_helpers.ALL_SENTENCES, batch_size=4)
+  assert unit_cosines(embeddings, saved_model_embeddings).min() >= (
+      INT8_MIN_COSINE)
+  sizes = tiny_artifacts_export.artifacts[name]["bytes"]
+  assert sizes["int8"] < sizes["float32"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FORMATS)
+@pytest.mark.parametrize("quantized", [False, True])
+def test_a_sentence_alone_embeds_as_in_a_batch(tiny_artifacts_export, name,
+                                                quantized):
+  model = artifact_runtime.load(
+      os.path.join(tiny_artifacts_export.export_dir, name), quantized)
+  batch = model.embed(export_helpers.ALL_SENTENCES, batch_size=8)
+  alone = np.concatenate([model.embed([s]) for s in
+                          export_helpers.ALL_SENTENCES])
+  # Rows of other lengths share a batch: they are read in their own
+  # chunk or padded, and padding is masked out.
+  assert unit_cosines(batch, alone).min() >= (0.99 if quantized else 0.99999)
+
+
+@pytest.mark.slow
+def test_artifacts_run_in_a_fresh_process_without_tensorflow(
+    tiny_artifacts_export, saved_model_embeddings, tmp_path):
+  """Each artifact loads with its runtime and the vocabulary it carries;
+  the model card's int8 snippet runs verbatim."""
+  export_dir = tiny_artifacts_export.export_dir
+  np.save(tmp_path / "expected.npy", saved_model_embeddings)
+  script = "\n".join([
+      "import sys",
+      "sys.modules['tensorflow'] = None  # importing it would fail",
+      "import numpy as np",
+      "from cmlm.export import artifact_runtime",
+      f"sentences = {export_helpers.ALL_SENTENCES!r}",
+      f"expected = np.load({str(tmp_path / 'expected.npy')!r})",
+      f"for name in {FORMATS!r}:",
+      f"  got = artifact_runtime.load({export_dir!r} + '/' + name).embed(",
+      "      sentences)",
+      "  got /= np.linalg.norm(got, axis=1, keepdims=True)",
+      "  ref = expected / np.linalg.norm(expected, axis=1, keepdims=True)",
+      "  assert np.sum(got * ref, axis=1).min() >= 0.9999, name",
+      "assert 'onnxruntime' in sys.modules",
+      "print('fresh ok')"])
+  env = dict(os.environ, PYTHONPATH=export_helpers.REPO_ROOT)
+  completed = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path),
+                             env=env, capture_output=True, text=True,
+                             timeout=300)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert "fresh ok" in completed.stdout
+
+  with open(os.path.join(export_dir, "README.md"), encoding="utf-8") as f:
+    card = f.read()
+  section = card[card.index("## CPU artifacts"):]
+  snippet = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+  assert snippet.splitlines() == artifact_card.int8_snippet("tflite")[1:-1]
+  completed = subprocess.run(
+      [sys.executable, "-c",
+       "import sys; sys.modules['tensorflow'] = None\n" + snippet],
+      cwd=export_dir, env=env, capture_output=True, text=True, timeout=300)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  dim = saved_model_embeddings.shape[1]
+  assert completed.stdout.strip() == f"(2, {dim}) float32"
+
+
+@pytest.mark.slow
+def test_artifacts_carry_no_path_of_the_exporting_machine(
+    tiny_run, tiny_artifacts_export):
+  version_dir = tiny_artifacts_export.version_dir
+  for name in FORMATS:
+    for file in os.listdir(os.path.join(version_dir, name)):
+      with open(os.path.join(version_dir, name, file), "rb") as f:
+        data = f.read()
+      for path in (tiny_run[0], version_dir, export_helpers.REPO_ROOT):
+        assert path.encode() not in data, (name, file, path)
+
+
+@pytest.mark.slow
+def test_the_default_backend_is_the_fastest_held_and_errors_are_clear(
+    tiny_run, tiny_export, tiny_artifacts_export):
+  export_dir = tiny_artifacts_export.export_dir
+  default = embedders.load_embedder(export_dir)
+  assert isinstance(default._keep_alive, artifact_runtime.ArtifactModel)  # pylint: disable=protected-access
+  assert default._keep_alive.format == embedders.FASTEST_FIRST[0]  # pylint: disable=protected-access
+  assert not default._keep_alive.quantized  # pylint: disable=protected-access
+  onnx_int8 = embedders.load_embedder(export_dir, backend="onnx",
+                                      quantized=True)._keep_alive  # pylint: disable=protected-access
+  assert (onnx_int8.format, onnx_int8.quantized) == ("onnx", True)
+  with pytest.raises(ValueError, match="float32 only"):
+    embedders.load_embedder(export_dir, backend="saved_model", quantized=True)
+  with pytest.raises(ValueError, match="holds none"):
+    embedders.load_embedder(tiny_run[0], backend="tflite")
+  with pytest.raises(ValueError, match=r"--model=.* holds none"):
+    embedders.load_embedder(tiny_export.export_dir, backend="onnx")
+  with pytest.raises(ValueError, match="--backend must be auto or one of"):
+    embedders.load_embedder(export_dir, backend="openvino")
+
+
+@pytest.mark.slow
+def test_encode_writes_the_int8_artifacts_embeddings(tiny_artifacts_export,
+                                                     tmp_path):
+  inputs = tmp_path / "in.txt"
+  inputs.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
+  written = encode_files.encode_file(
+      tiny_artifacts_export.export_dir, str(inputs),
+      str(tmp_path / "out.npy"), backend="tflite", quantized=True,
+      show_progress=False)
+  expected = artifact_runtime.load(
+      os.path.join(tiny_artifacts_export.export_dir, "tflite"),
+      quantized=True).embed(export_helpers.SENTENCES, normalize=True)
+  np.testing.assert_allclose(written, expected, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_export_reports_an_artifact_it_cannot_make_and_writes_the_others(
+    tiny_run, tmp_path, capsys, monkeypatch):
+  def fails(directory, function):
+    raise RuntimeError("tf2onnx: unsupported op 'Lens'\nConversion failed.")
+  monkeypatch.setitem(artifacts._WRITERS, "onnx", fails)  # pylint: disable=protected-access
+  result = exporter.export_run(tiny_run[0], str(tmp_path / "export"),
+                               formats=["tflite", "onnx"], write_card=False)
+  out = capsys.readouterr().out
+  assert ("export: onnx not written: this model does not convert "
+          "(Conversion failed.); the other formats are.") in out
+  assert sorted(result.artifacts) == ["tflite"]
+  assert not os.path.exists(os.path.join(result.version_dir, "onnx"))
+  assert artifact_runtime.is_artifact(os.path.join(result.export_dir,
+                                                   "tflite"))
+  with pytest.raises(FileNotFoundError, match="--formats=saved_model,onnx"):
+    embedders.load_embedder(result.export_dir, backend="onnx")
+
+
+def test_unknown_formats_are_refused_before_anything_is_built():
+  with pytest.raises(ValueError, match="--formats: unknown 'tfjs'"):
+    artifacts.parse_formats(["saved_model", "tfjs"])
+  assert artifacts.parse_formats(["onnx"]) == ("saved_model", "onnx")
+
+
+def test_the_runtime_chunks_rows_as_the_saved_models_do():
+  assert artifact_runtime.ENCODER_CHUNK == length_chunks.ENCODER_CHUNK
