@@ -241,6 +241,15 @@ def check_training_text(task_config, objectives) -> None:
     unk_rate.check(task_config.tokenization, sentences, source)
 
 
+def seed_run(task_config) -> None:
+  """`task.seed` (when set) seeds Python's, NumPy's and TensorFlow's
+  generators, before the model is built: the encoder's and heads'
+  initialisation and the dropout masks follow it; `task_lib.seeded_data`
+  makes it the data seed of every objective that has none."""
+  if task_config.seed is not None:
+    tf_keras.utils.set_random_seed(task_config.seed)
+
+
 def make_strategy(params):
   """The runtime's strategy; a clear error when no TPU answers `--tpu`."""
   runtime = params.runtime
@@ -383,6 +392,7 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     if chief and "train" in mode:
       # One writer per run directory, before anything is written there.
       stack.enter_context(run_lock.hold(model_dir))
+    seed_run(params.task)
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=model_dir,
                                    objectives=prepared.objectives)
