@@ -151,6 +151,29 @@ def tatoeba_dev_pairs(tatoeba_dir: str, languages: Optional[Sequence[str]]
   return tatoeba_half(read_tatoeba(tatoeba_dir, languages), "dev")
 
 
+def normalized(text: str) -> str:
+  """Whitespace collapsed, case folded: how overlap is compared."""
+  return " ".join(text.split()).casefold()
+
+
+def tatoeba_sentences(tatoeba_dir: str,
+                      languages: Optional[Sequence[str]] = None) -> set:
+  """Every Tatoeba sentence of `languages`, both sides and halves,
+  `normalized`."""
+  return {normalized(text) for foreign, english in
+          read_tatoeba(tatoeba_dir, languages).values()
+          for text in foreign + english}
+
+
+def without_overlap(pairs: Sequence[Tuple[str, str]], sentences: set
+                    ) -> Tuple[List[Tuple[str, str]], int]:
+  """(the pairs neither side of which is in `sentences`, how many were
+  left out): training data kept apart from evaluation sentences."""
+  kept = [(a, b) for a, b in pairs
+          if normalized(a) not in sentences and normalized(b) not in sentences]
+  return kept, len(pairs) - len(kept)
+
+
 def evaluate(encoder, measures: Sequence[str], data_dir: str,
              max_train: Optional[int] = None, batch_size: int = 256,
              tatoeba_languages: Optional[Sequence[str]] = None
