@@ -5,7 +5,8 @@ into a binary vector
 b = [s >= threshold] (the paper: threshold 1.0, about 2.5% active units);
 neighbours are then found by Hamming distance (the number of differing
 bits, smallest first) or by Jaccard similarity |a AND b| / |a OR b|
-(largest first; two empty vectors score 0). `cmlm eval --binary_threshold=T`
+(largest first; two empty vectors score 0); candidates tied at the top
+share the credit (`retrieval.top1_credits`). `cmlm eval --binary_threshold=T`
 reports both beside cosine on Tatoeba, with the active fraction.
 
 The threshold applies to the encoder's raw `default` output: evaluate a
@@ -21,7 +22,6 @@ from cmlm.evaluation import sts
 from cmlm.evaluation.encoders import Encoder
 
 SIMILARITIES = ("hamming", "jaccard")
-_CHUNK = 2048
 
 
 def binary_codes(embeddings: np.ndarray, threshold: float) -> np.ndarray:
@@ -60,23 +60,18 @@ def _from_counts(overlap, left_counts, right_counts, similarity):
                    f"{similarity!r}.")
 
 
-def nearest_by_binary(queries: np.ndarray, candidates: np.ndarray,
-                      similarity: str) -> np.ndarray:
-  """Each query's nearest candidate `[n]` (the first one on ties)."""
-  best = [np.argmax(binary_scores(queries[start:start + _CHUNK], candidates,
-                                  similarity), axis=1)
-          for start in range(0, len(queries), _CHUNK)]
-  return np.concatenate(best) if best else np.zeros([0], np.int64)
-
-
 def binary_retrieval_accuracy(queries: np.ndarray, candidates: np.ndarray,
                               similarity: str,
                               candidate_sentences: Optional[Sequence[str]]
                               = None) -> float:
   """% of queries i whose nearest candidate is i (or a copy of it), as
-  `retrieval.retrieval_accuracy` with cosine."""
-  return retrieval.accuracy_of_retrieved(
-      nearest_by_binary(queries, candidates, similarity), candidate_sentences)
+  `retrieval.retrieval_accuracy` with cosine. Integer Hamming scores tie
+  often: tied candidates share the credit (`retrieval.top1_credits`), so no
+  candidate wins a tie by its position."""
+  credits = retrieval.top1_credits(
+      queries, candidates, candidate_sentences,
+      score=lambda q, c: binary_scores(q, c, similarity))
+  return 100.0 * float(np.mean(credits))
 
 
 def evaluate_tatoeba_binary(encoder: Encoder,

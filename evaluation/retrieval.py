@@ -6,9 +6,10 @@ language by cosine similarity is retrieved; the accuracy is the share of
 queries whose retrieved sentence is their translation. Both directions are
 reported (XXX→eng as XTREME does, and eng→XXX) and their mean. A retrieved
 sentence that is a copy of the gold one (Tatoeba repeats some English
-sentences) counts as correct.
+sentences) counts as correct; candidates tied at the top share the credit
+(`top1_credits`).
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -29,34 +30,52 @@ def remove_first_principal_component(embeddings: np.ndarray) -> np.ndarray:
                               np.float32))
 
 
-def nearest_neighbours(queries: np.ndarray, candidates: np.ndarray,
-                       chunk_size: int = 2048) -> np.ndarray:
-  """The index of each query's most cosine-similar candidate, `[n]`."""
-  queries, candidates = l2_normalize(queries), l2_normalize(candidates)
-  best = [np.argmax(queries[start:start + chunk_size] @ candidates.T, axis=1)
-          for start in range(0, len(queries), chunk_size)]
-  return np.concatenate(best) if best else np.zeros([0], np.int64)
+TIE_TOLERANCE = 1e-6
+
+
+def top1_credits(queries: np.ndarray, candidates: np.ndarray,
+                 candidate_sentences: Optional[Sequence[str]] = None,
+                 score: Optional[Callable[[np.ndarray, np.ndarray],
+                                          np.ndarray]] = None,
+                 chunk_size: int = 2048) -> np.ndarray:
+  """Each query's top-1 credit in [0, 1], `[n]`; query i's gold is
+  candidate i (or, given `candidate_sentences`, any candidate with its text).
+
+  Candidates tied at the top score (within `TIE_TOLERANCE`) share their
+  places: the credit is the share of correct candidates among them, the
+  expected accuracy of breaking the tie uniformly at random. A first-wins
+  argmax would favour whichever candidate comes first, the gold for a model
+  that gives every text one vector (integer Hamming scores tie often).
+
+  `score(queries, candidates)` gives `[q, c]` scores, larger nearer; default
+  the cosine.
+  """
+  if score is None:
+    queries, candidates = l2_normalize(queries), l2_normalize(candidates)
+    score = lambda q, c: q @ c.T
+  if candidate_sentences is None:
+    text_ids = np.arange(len(candidates))
+  else:
+    index = {}
+    text_ids = np.array([index.setdefault(s, len(index))
+                         for s in candidate_sentences])
+  credits = []
+  for start in range(0, len(queries), chunk_size):
+    scores = score(queries[start:start + chunk_size], candidates)
+    rows = np.arange(start, start + len(scores))
+    tied = scores >= scores.max(axis=1, keepdims=True) - TIE_TOLERANCE
+    correct = text_ids[None, :] == text_ids[rows][:, None]
+    credits.append(np.sum(tied & correct, axis=1) / np.sum(tied, axis=1))
+  return np.concatenate(credits) if credits else np.zeros([0])
 
 
 def retrieval_accuracy(queries: np.ndarray, candidates: np.ndarray,
                        candidate_sentences: Optional[Sequence[str]] = None
                        ) -> float:
-  """% of queries i whose nearest candidate is candidate i (or a copy of it)."""
-  return accuracy_of_retrieved(nearest_neighbours(queries, candidates),
-                               candidate_sentences)
-
-
-def accuracy_of_retrieved(retrieved: np.ndarray,
-                          candidate_sentences: Optional[Sequence[str]] = None
-                          ) -> float:
-  """% of queries i whose retrieved candidate `retrieved[i]` is i, or, given
-  `candidate_sentences`, a candidate with the same text as i."""
-  gold = np.arange(len(retrieved))
-  correct = retrieved == gold
-  if candidate_sentences is not None:
-    correct |= np.array([candidate_sentences[r] == candidate_sentences[g]
-                         for r, g in zip(retrieved, gold)], bool)
-  return 100.0 * float(np.mean(correct))
+  """% of queries i whose nearest candidate (cosine) is candidate i (or a
+  copy of it); ties at their mean place (`top1_credits`)."""
+  return 100.0 * float(np.mean(top1_credits(queries, candidates,
+                                            candidate_sentences)))
 
 
 def tatoeba_accuracy(encoder: Encoder, foreign: List[str], english: List[str],

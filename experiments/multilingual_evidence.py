@@ -32,6 +32,7 @@ from cmlm.data_pipelines import multilingual_vocab  # noqa: E402
 from cmlm.data_pipelines import tokenization  # noqa: E402
 from cmlm.data_pipelines import vocabulary  # noqa: E402
 from cmlm.experiments import cmlm_experiments  # noqa: E402
+from cmlm.experiments import evidence_measures  # noqa: E402
 from cmlm.experiments import registry_imports  # noqa: E402,F401  (the core experiments)
 from cmlm.modeling import principal_component_removal as pcr  # noqa: E402
 from cmlm.objectives import base as objective_base  # noqa: E402
@@ -60,23 +61,41 @@ def parse_args():
 
 
 def gather_data(shared, work_dir):
-  """UDHR monolingual corpora, bitext TSV, per-language PCR samples."""
+  """UDHR monolingual corpora, bitext TSV, per-language PCR samples.
+
+  No training pair has a side that is a Tatoeba sentence of the 8 languages
+  (either half, compared with whitespace and case folded,
+  `evidence_measures.without_overlap`); how many were left out is printed.
+  """
   udhr = os.path.join(shared, "corpora", "multilingual", "udhr2")
   corpora = {"eng": os.path.join(udhr, "eng.txt")}
   corpora.update({code: os.path.join(udhr, f"{udhr_name}.txt")
                   for code, (udhr_name, _) in LANGUAGES.items()})
+  tatoeba = evidence_measures.tatoeba_sentences(
+      os.path.join(shared, "eval", "tatoeba"), list(LANGUAGES))
+  removed = 0
+
+  def clean(language_pairs):
+    nonlocal removed
+    kept, left_out = evidence_measures.without_overlap(language_pairs,
+                                                       tatoeba)
+    removed += left_out
+    return kept
+
   pairs, samples = [], {code: [] for code in corpora}
   gettext = os.path.join(shared, "bitext", "gettext_glib_gtk")
   for code, (_, gettext_name) in LANGUAGES.items():
-    language_pairs = bitext.read_bitext(
-        os.path.join(gettext, f"en-{gettext_name}.tsv"), header=True)
+    language_pairs = clean(bitext.read_bitext(
+        os.path.join(gettext, f"en-{gettext_name}.tsv"), header=True))
     pairs.extend(language_pairs)
     samples[code] = [target for _, target in language_pairs[:300]]
     samples["eng"].extend(source for source, _ in language_pairs[:40])
   multi30k = os.path.join(shared, "bitext", "multi30k")
   for code, name in (("deu", "de"), ("fra", "fr")):
-    pairs.extend(bitext.read_bitext(
-        f"{multi30k}/train.en.gz|{multi30k}/train.{name}.gz")[:5000])
+    pairs.extend(clean(bitext.read_bitext(
+        f"{multi30k}/train.en.gz|{multi30k}/train.{name}.gz")[:5000]))
+  print(f"{removed} training pairs left out: a side is a Tatoeba "
+        "sentence.", flush=True)
   os.makedirs(work_dir, exist_ok=True)
   bitext_path = os.path.join(work_dir, "bitext.tsv")
   with open(bitext_path, "w", encoding="utf-8") as f:

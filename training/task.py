@@ -50,6 +50,17 @@ class SentenceEncoderTaskConfig(cfg.TaskConfig):
   own data, batch size included, is under `task.objectives.<name>`.
   `skip_non_finite_batches`: a step whose loss or gradient is not finite is
   skipped and counted, instead of stopping training (training/trainer.py).
+  `seed`: one seed for everything random in a run (None: unseeded). Before
+  the model is built, `training.train.run` seeds Python's, NumPy's and
+  TensorFlow's generators with it (`tf_keras.utils.set_random_seed`), which
+  fixes the initialisation of the encoder and of every objective's head and
+  the stream of dropout masks; and it is the data seed (order, masks) of
+  every objective whose `train_data.seed` is unset. Two runs with the same
+  seed and config start from the same weights and read the same batches; two
+  arms of an experiment that differ only in an objective get the same
+  encoder initialisation and data order (`seeded_data`). A resumed run
+  reads the same batches (seeded pipelines follow the batch index) but draws
+  its dropout masks afresh from the seed.
   """
   model: model_builder.SiameseEncoderConfig = dataclasses.field(
       default_factory=model_builder.SiameseEncoderConfig)
@@ -62,12 +73,20 @@ class SentenceEncoderTaskConfig(cfg.TaskConfig):
   validation_data: cfg.DataConfig = dataclasses.field(
       default_factory=lambda: cfg.DataConfig(is_training=False))
   skip_non_finite_batches: bool = False
+  seed: Optional[int] = None
 
   def active_objectives(self) -> Dict[str, objective_base.ObjectiveConfig]:
     """{name: config} of the objectives with a weight above 0."""
     return {name: getattr(self.objectives, name)
             for name in self.objectives.names()
             if getattr(self.objectives, name).weight > 0}
+
+
+def seeded_data(data_config, seed: Optional[int]):
+  """`data_config`, with `seed` as its seed when it has none (`task.seed`)."""
+  if seed is None or getattr(data_config, "seed", 0) is not None:
+    return data_config
+  return data_config.replace(seed=seed)
 
 
 def build_objectives(config: SentenceEncoderTaskConfig
@@ -176,8 +195,8 @@ class SentenceEncoderTask(base_task.Task):
     """
     datasets = {}
     for name, objective in self.objectives.items():
-      data = (objective.config.train_data if params.is_training
-              else objective.config.validation_data)
+      data = (seeded_data(objective.config.train_data, self.task_config.seed)
+              if params.is_training else objective.config.validation_data)
       if params.is_training or objective_base.has_data(data):
         datasets[name] = objective.build_inputs(data, input_context)
     if not datasets:

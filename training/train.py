@@ -39,6 +39,7 @@ from official.core import train_utils
 from official.modeling import hyperparams
 from official.modeling import performance
 from cmlm.data_pipelines import unk_rate
+from cmlm.modeling import model_builder
 from cmlm.objectives import base as objective_base
 from cmlm.training import best_checkpoint
 from cmlm.training import fault_tolerance
@@ -155,7 +156,9 @@ def adopt_init_checkpoint_encoder(params) -> None:
   checkpoint), its `task.model` replaces the experiment's: the transformer
   must be that run's to be restored. What the experiment trains on top
   stays the experiment's: its dropout rates, its pooling head and frozen
-  core when it sets them, and its CMLM projection head (`num_projections`;
+  core when it sets them, its pooling when it sets one other than the
+  default mean (SimCSE's recipe reads [CLS] from a mean-pooled import),
+  and its CMLM projection head (`num_projections`;
   0 for a method that trains none), unless the source's embedding reads its
   projections ("proj"). A part the source lacks starts fresh
   (`checkpoints.encoder_view`); one the experiment lacks is not read. An unset
@@ -184,6 +187,9 @@ def adopt_init_checkpoint_encoder(params) -> None:
     kept.update(pooling_head=own["pooling_head"],
                 trainable_core=own["trainable_core"])
     kept_names.append("pooling head and trainable_core")
+  if own["pooling"] != model_builder.SiameseEncoderConfig().pooling:
+    kept["pooling"] = own["pooling"]
+    kept_names.append(f"{own['pooling']} pooling")
   if source.model.sentence_representation != "proj":
     kept["num_projections"] = own["num_projections"]
     kept_names.append("num_projections")
@@ -263,6 +269,15 @@ def check_training_text(task_config, objectives) -> None:
     if getattr(data, "input_path", ""):
       source += f" ({data.input_path})"
     unk_rate.check(task_config.tokenization, sentences, source)
+
+
+def seed_run(task_config) -> None:
+  """`task.seed` (when set) seeds Python's, NumPy's and TensorFlow's
+  generators, before the model is built: the encoder's and heads'
+  initialisation and the dropout masks follow it; `task_lib.seeded_data`
+  makes it the data seed of every objective that has none."""
+  if task_config.seed is not None:
+    tf_keras.utils.set_random_seed(task_config.seed)
 
 
 def make_strategy(params):
@@ -412,6 +427,7 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     if chief and "train" in mode:
       # One writer per run directory, before anything is written there.
       stack.enter_context(run_lock.hold(model_dir))
+    seed_run(params.task)
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=model_dir,
                                    objectives=prepared.objectives)

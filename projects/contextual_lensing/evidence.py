@@ -1,31 +1,41 @@
-"""Evidence at small scale for contextual lensing (Kiros et al. 2020): lenses
-vs MeanPool on the same frozen core, on this machine.
+"""Evidence at small scale for contextual lensing (Kiros 2020): MeanPool vs
+a Simple and a GatedConv lens over the same frozen core, under the evidence
+protocol (`experiments/evidence_protocol.py`).
 
-  1. The core: all-MiniLM-L6-v2 imported (`python -m cmlm import`, sequence
-     length 64; `--core=RUN` takes any run or import of ours instead), and
-     optionally a CMLM run of the garden (`--cmlm_core=RUN`).
-  2. Lenses trained over the frozen core (its variables stay bit-identical;
-     checked here on the checkpoints):
-       * `nli_simple`, `nli_gated_conv`: the Classifier (`lensing/nli`,
-         two-layer network on [u, v, |u-v|, u*v]) on the partial SNLI of
-         ../shared (dev + test, ~2.5k pairs: MultiNLI and the full SNLI are
-         not offline), Simple (D=1024) and GatedConv (D=1024, gating 256,
-         M=1, width 3) lenses;
-       * `translate_simple`: the Ranker (`lensing/translate`, VSE++ margin
-         0.2) on Multi30k train en|de and en|fr, a Simple lens (D=1024).
-  3. `cmlm eval` of the core itself (MeanPool: the imported pooling is the
-     mean) and of every lens: STS-B dev, SICK-R (trial), the transfer tasks
-     CR, MRPC, TREC, SST-2 (`--max_examples` per split, default 1500),
-     Tatoeba (deu, fra, spa, ita) with cosine and, at `--binary_threshold`
-     (1.0), Hamming and Jaccard on the lens's sparse binary vectors, and
-     BUCC-style mining (cosine vs ratio margin) on the synthetic test built
-     from Multi30k val de-en, held apart from the Ranker's training split.
+  1. The cores: `cmlm` (a CMLM run of the garden; by default the CMLM arm of
+     experiments/cmlm_vs_mlm.py, seed 1: cmlm/demo's encoder, 2 layers,
+     hidden 128, length 48) and `minilm` (all-MiniLM-L6-v2 imported with
+     length 64; `--minilm=RUN` takes another run or import).
+  2. Per core and seed of `--seeds` (`task.seed`: the lens's and the
+     classifier's initialisation, data order, the lens's embedding
+     dropout), the Classifier (`lensing/nli`: a hidden layer of 512 over
+     [u, v, |u-v|, u*v]) trains a lens for `--steps` steps of `--batch_size`
+     sentence pairs on the partial SNLI of ../shared (dev + test, ~2.5k
+     pairs; MultiNLI and the full SNLI are not offline), Adam 1e-3 with 10%
+     warm-up:
+       * `Simple` (D=1024) and `GatedConv` (D=1024, gating 256, M=1, width
+         3), embedding dropout 0.1: the same core passes (2 sentences a
+         pair, the core frozen: forward only);
+       * `MeanPool` (the control, the paper's BOW baseline): the
+         parameter-free `mean` lens, i.e. the core's token states averaged;
+         nothing of the vector is trained (one Classifier step is run to
+         write the run; the vector does not depend on it, or on the seed).
+     Every run's core variables are checked equal to the core's, bit for
+     bit.
+  3. Every lens is scored on dev data none trained on
+     (`evidence_measures`): STS-B dev and SICK-R trial (Spearman x 100), CR,
+     MRPC, TREC (a fixed 10% of their training files) and SST-2 dev
+     (logistic regression on the vectors; at most `--max_train` fitting
+     examples).
 
-Prints one table per family and a final JSON line (also written to
-`<work_dir>/results.json`).
+Prints one table per core (mean ± std over seeds, each lens's difference
+to MeanPool with its paired bootstrap 95% interval over seeds and examples)
+and writes `<work_dir>/<core>/lensing_evidence.json`; each (arm, seed) is
+cached, so `--cores`, `--arms` and `--seeds` split the work.
 
-  python projects/contextual_lensing/evidence.py [--steps=300] [--batch_size=32]
-      [--core=RUN] [--cmlm_core=RUN] [--work_dir=runs/lensing_evidence]
+  python projects/contextual_lensing/evidence.py [--steps=200] [--batch_size=32]
+      [--cmlm=RUN] [--minilm=RUN] [--cores=cmlm,minilm] [--seeds=1,2,3]
+      [--work_dir=runs/lensing_evidence]
 """
 import argparse
 import json
@@ -37,59 +47,57 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 sys.path.insert(0, REPO_ROOT)
 
 
+from cmlm.evaluation import encoders  # noqa: E402
+from cmlm.evaluation import runner  # noqa: E402
+from cmlm.experiments import evidence_measures  # noqa: E402
+from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
 from cmlm.experiments.command_runs import cmlm  # noqa: E402
 from cmlm.experiments.command_runs import import_minilm  # noqa: E402
+from cmlm.projects.contextual_lensing import registry_imports  # noqa: E402,F401  (reads its runs)
 
 SHARED = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 SNLI = os.path.join(SHARED, "nli", "snli_partial")
-MULTI30K = os.path.join(SHARED, "bitext", "multi30k")
-STS_TASKS = ["sts-b", "sick-r"]
-TRANSFER_TASKS = ["cr", "mrpc", "trec", "sst2"]
-TATOEBA_LANGUAGES = "deu,fra,spa,ita"
+CONTROL = "MeanPool"
+LENSES = {
+    CONTROL: {"type": "mean"},
+    "Simple": {"type": "simple", "output_size": 1024, "dropout_rate": 0.1},
+    "GatedConv": {"type": "gated_conv", "output_size": 1024,
+                  "gating_size": 256, "num_conv_layers": 1,
+                  "dropout_rate": 0.1},
+}
+ARMS = tuple(LENSES)
+MEASURES = ("sts-b", "sick-r", "cr", "mrpc", "trec", "sst2")
+CORES = ("cmlm", "minilm")
 
 
-def parse_args():
+def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--steps", type=int, default=300)
+  parser.add_argument("--steps", type=int, default=200)
   parser.add_argument("--batch_size", type=int, default=32)
   parser.add_argument("--learning_rate", type=float, default=1e-3)
-  parser.add_argument("--core", default="", help="A run or import to lens "
-                      "(default: all-MiniLM-L6-v2, imported).")
-  parser.add_argument("--cmlm_core", default="", help="Also lens this CMLM "
-                      "run of the garden with the NLI Simple lens.")
+  parser.add_argument("--cmlm", default=os.path.join(
+      REPO_ROOT, "runs", "cmlm_vs_mlm", "CMLM", "seed1", "run"),
+      help="a CMLM run of the garden to lens")
+  parser.add_argument("--minilm", default="", help="a run or import to "
+                      "lens (default: all-MiniLM-L6-v2, imported)")
+  parser.add_argument("--cores", default=",".join(CORES))
+  parser.add_argument("--max_train", type=int, default=5000,
+                      help="at most this many fitting examples per transfer "
+                      "task (a fixed subset)")
   parser.add_argument("--work_dir", default=os.path.join(
       REPO_ROOT, "runs", "lensing_evidence"))
-  parser.add_argument("--max_examples", type=int, default=1500)
-  parser.add_argument("--binary_threshold", type=float, default=1.0)
-  parser.add_argument("--seed", type=int, default=1)
-  return parser.parse_args()
-
-
-def snli_pairs(work_dir):
-  """The partial SNLI's dev and test in one jsonl (the Classifier's data)."""
-  path = os.path.join(work_dir, "snli_partial.jsonl")
-  if not os.path.exists(path):
-    with open(path, "w", encoding="utf-8") as out:
-      for name in ("snli_1.0_dev.jsonl", "snli_1.0_test.jsonl"):
-        with open(os.path.join(SNLI, name), encoding="utf-8") as f:
-          for line in f:
-            if line.strip():
-              out.write(line.rstrip("\n") + "\n")
-  return path
-
-
-LENSES = {
-    "nli_simple": ("lensing/nli", "classifier",
-                   {"type": "simple", "output_size": 1024,
-                    "dropout_rate": 0.1}),
-    "nli_gated_conv": ("lensing/nli", "classifier",
-                       {"type": "gated_conv", "output_size": 1024,
-                        "gating_size": 256, "num_conv_layers": 1,
-                        "dropout_rate": 0.1}),
-    "translate_simple": ("lensing/translate", "ranker",
-                         {"type": "simple", "output_size": 1024,
-                          "dropout_rate": 0.1}),
-}
+  protocol.add_arguments(parser, ARMS)
+  args = parser.parse_args(argv)
+  args.cores = [c.strip() for c in args.cores.split(",") if c.strip()]
+  if not args.cores or set(args.cores) - set(CORES):
+    parser.error(f"--cores must be some of {','.join(CORES)}.")
+  if args.steps < 1 or args.batch_size < 1:
+    parser.error("--steps and --batch_size must be 1 or more.")
+  try:
+    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
+  except ValueError as error:
+    parser.error(str(error))
+  return args
 
 
 def core_seq_length(core):
@@ -98,33 +106,56 @@ def core_seq_length(core):
   return min(64, run_dir.load_params(core).task.tokenization.seq_length)
 
 
-def train(name, core, model_dir, data, args):
-  experiment, objective, lens = LENSES[name]
-  override = {
-      "task": {"init_checkpoint": core,
+def compute(name, args, seq_length):
+  if name == CONTROL:
+    return None
+  return protocol.Compute(args.steps, (protocol.Work(
+      "premise + hypothesis through the frozen core (forward only)",
+      2 * args.batch_size, seq_length, 1, 0),))
+
+
+def arms(args, seq_length):
+  return [protocol.Arm(name, compute(name, args, seq_length),
+                       control=name == CONTROL,
+                       description="" if name != CONTROL else
+                       "parameter-free mean of the core's states")
+          for name in ARMS]
+
+
+def snli_pairs(work_dir):
+  """The partial SNLI's dev and test in one jsonl (the Classifier's data)."""
+  path = os.path.join(work_dir, "snli_partial.jsonl")
+  if not os.path.exists(path):
+    os.makedirs(work_dir, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+      for name in ("snli_1.0_dev.jsonl", "snli_1.0_test.jsonl"):
+        with open(os.path.join(SNLI, name), encoding="utf-8") as f:
+          out.writelines(line.rstrip("\n") + "\n" for line in f
+                         if line.strip())
+  return path
+
+
+def override(name, core, seed, data, args):
+  steps = 1 if name == CONTROL else args.steps
+  return {
+      "task": {"seed": seed, "init_checkpoint": core,
                "tokenization": {"seq_length": core_seq_length(core)},
-               "model": {"lens": lens},
-               "objectives": {objective: {
+               "model": {"pooling_head": LENSES[name]},
+               "objectives": {"classifier": {
                    "train_data": {"input_path": data,
-                                  "global_batch_size": args.batch_size,
-                                  "seed": args.seed},
+                                  "global_batch_size": args.batch_size},
                    "validation_data": {"input_path": ""}}}},
-      "trainer": {"train_steps": args.steps,
-                  "steps_per_loop": max(1, args.steps // 6),
-                  "summary_interval": max(1, args.steps // 6),
-                  "checkpoint_interval": args.steps,
-                  "validation_interval": args.steps,
+      "trainer": {"train_steps": steps,
+                  "steps_per_loop": max(1, steps // 4),
+                  "summary_interval": max(1, steps // 4),
+                  "checkpoint_interval": steps,
+                  "validation_interval": steps,
                   "optimizer_config": {
                       "learning_rate": {"polynomial": {
                           "initial_learning_rate": args.learning_rate,
-                          "decay_steps": args.steps}},
+                          "decay_steps": steps}},
                       "warmup": {"linear": {
-                          "warmup_steps": max(1, args.steps // 10)}}}}}
-  start = time.perf_counter()
-  cmlm("train", f"--experiment={experiment}", "--mode=train",
-       "--strategy=one_device", f"--model_dir={model_dir}",
-       f"--params_override={json.dumps(override)}")
-  return time.perf_counter() - start
+                          "warmup_steps": max(1, steps // 10)}}}}}
 
 
 def core_unchanged(core, model_dir):
@@ -136,95 +167,67 @@ def core_unchanged(core, model_dir):
       start.encoder.transformer.weights, lensed.encoder.transformer.weights))
 
 
-def evaluate(model, report_dir, tasks, args):
-  cmlm("eval", f"--model={model}", f"--tasks={','.join(tasks)}",
-       f"--data_dir={os.path.join(SHARED, 'eval')}",
-       f"--bitext_dir={os.path.join(SHARED, 'bitext')}",
-       f"--tatoeba_languages={TATOEBA_LANGUAGES}",
-       f"--max_examples={args.max_examples}",
-       f"--binary_threshold={args.binary_threshold}",
-       f"--report_dir={report_dir}")
-  with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as f:
-    return json.load(f)["tasks"]
+def run_unit(name, seed, core, args, store, data):
+  model_dir = os.path.join(store.directory(name, seed), "run")
+  began = time.perf_counter()
+  cmlm("train", "--experiment=lensing/nli", "--mode=train",
+       "--strategy=one_device", f"--model_dir={model_dir}",
+       f"--params_override={json.dumps(override(name, core, seed, data, args))}")
+  seconds = time.perf_counter() - began
+  encoder = encoders.load_encoder(model_dir, show_progress=False)
+  samples = evidence_measures.evaluate(encoder, MEASURES,
+                                       runner.DEFAULT_DATA_DIR,
+                                       max_train=args.max_train)
+  return {"measures": samples, "train_seconds": seconds,
+          "core_unchanged": core_unchanged(core, model_dir)}
 
 
-def summary(tasks):
-  """The figures of one model's report."""
-  row = {}
-  for name, result in tasks.items():
-    headline = result.get("headline", "")
-    row[name] = result.get(headline)
-    binary = result.get("binary")
-    if binary:
-      row[f"{name}_jaccard"] = binary["jaccard"]
-      row[f"{name}_hamming"] = binary["hamming"]
-      row[f"{name}_active"] = 100 * binary["active_fraction"]
-    if name == "mining":
-      row["mining_cosine"] = result["cosine"]["f1"]
-  return row
+def core_dir(name, args):
+  if name == "cmlm":
+    return args.cmlm
+  path = args.minilm or os.path.join(args.work_dir, "minilm_import")
+  if not args.report_only and not os.path.exists(
+      os.path.join(path, "params.yaml")):
+    import_minilm(path, seq_length=64)
+  return path
 
 
-def table(title, rows, columns):
-  print(f"\n{title}")
-  print("| model | " + " | ".join(columns) + " |")
-  print("|---|" + "---:|" * len(columns))
-  for name, row in rows.items():
-    cells = [("" if row.get(c) is None else f"{row[c]:.2f}") for c in columns]
-    print(f"| {name} | " + " | ".join(cells) + " |")
+def run_core(name, args):
+  core = core_dir(name, args)
+  if not os.path.exists(os.path.join(core, "params.yaml")):
+    raise SystemExit(f"The {name} core {core} is not a run directory (no "
+                     "params.yaml); train or import it first.")
+  seq_length = core_seq_length(core)
+  all_arms = arms(args, seq_length)
+  protocol.check_equal_compute(all_arms)
+  store = protocol.UnitStore(os.path.join(args.work_dir, name))
+  if not args.report_only:
+    data = snli_pairs(args.work_dir)
+    for seed in args.seeds:
+      for arm in args.arms:
+        if store.load(arm, seed) is not None:
+          continue
+        done = store.load(CONTROL, args.seeds[0]) if arm == CONTROL else None
+        store.save(arm, seed, done or run_unit(arm, seed, core, args, store,
+                                               data))
+  results = store.results(all_arms, args.seeds)
+  frozen = {f"{a}/seed{s}": (store.load(a, s) or {}).get("core_unchanged")
+            for a in results for s in results[a]}
+  print(f"\ncore variables unchanged: {frozen}")
+  return protocol.report(
+      f"Contextual lensing over the frozen {name} core ({core}): {args.steps} "
+      f"Classifier steps of {args.batch_size} SNLI pairs; dev measures",
+      all_arms, list(MEASURES), results,
+      os.path.join(args.work_dir, name, "lensing_evidence.json"),
+      {"core": core, "steps": args.steps, "batch_size": args.batch_size,
+       "learning_rate": args.learning_rate, "seeds": args.seeds,
+       "max_train": args.max_train, "core_unchanged": frozen},
+      resamples=args.resamples)
 
 
-def main():
-  args = parse_args()
-  os.makedirs(args.work_dir, exist_ok=True)
-  core = args.core or os.path.join(args.work_dir, "minilm")
-  if not args.core and not os.path.exists(os.path.join(core, "params.yaml")):
-    import_minilm(core)
-  data = {"classifier": snli_pairs(args.work_dir),
-          "ranker": ",".join(
-              f"{MULTI30K}/train.en.gz|{MULTI30K}/train.{language}.gz"
-              for language in ("de", "fr"))}
-  cores = {"minilm": core}
-  if args.cmlm_core:
-    cores["cmlm"] = args.cmlm_core
-  runs, seconds, frozen = {}, {}, {}
-  for core_name, core_dir in cores.items():
-    runs[f"{core_name}_meanpool"] = core_dir
-    names = list(LENSES) if core_name == "minilm" else ["nli_simple"]
-    for name in names:
-      model_dir = os.path.join(args.work_dir, f"{core_name}_{name}")
-      if not os.path.exists(os.path.join(model_dir,
-                                         f"ckpt-{args.steps}.index")):
-        seconds[f"{core_name}_{name}"] = train(
-            name, core_dir, model_dir, data[LENSES[name][1]], args)
-      frozen[f"{core_name}_{name}"] = core_unchanged(core_dir, model_dir)
-      runs[f"{core_name}_{name}"] = model_dir
-  results = {}
-  all_tasks = STS_TASKS + TRANSFER_TASKS + ["tatoeba", "mining"]
-  for name, model in runs.items():
-    tasks = all_tasks if name.startswith("minilm") else (STS_TASKS +
-                                                         TRANSFER_TASKS)
-    results[name] = summary(evaluate(
-        model, os.path.join(args.work_dir, f"eval_{name}"), tasks, args))
-  print(f"\nContextual lensing evidence: {args.steps} steps of batch "
-        f"{args.batch_size}; core variables unchanged: {frozen}")
-  table("STS (Spearman x 100; binary: Jaccard / Hamming at threshold "
-        f"{args.binary_threshold}) and transfer (accuracy)", results,
-        ["sts-b", "sick-r", "sts-b_jaccard", "sts-b_active"] +
-        TRANSFER_TASKS)
-  table("Tatoeba (mean accuracy, 4 languages) and mining F1 on Multi30k val "
-        "de-en", {k: v for k, v in results.items() if "tatoeba" in v},
-        ["tatoeba", "tatoeba_jaccard", "tatoeba_hamming", "tatoeba_active",
-         "mining", "mining_cosine"])
-  output = {"steps": args.steps, "batch_size": args.batch_size,
-            "learning_rate": args.learning_rate, "cores": cores,
-            "max_examples": args.max_examples,
-            "binary_threshold": args.binary_threshold,
-            "train_seconds": seconds, "core_unchanged": frozen,
-            "results": results}
-  with open(os.path.join(args.work_dir, "results.json"), "w",
-            encoding="utf-8") as f:
-    json.dump(output, f, indent=1)
-  print(json.dumps(output))
+def main(argv=None):
+  args = parse_args(argv)
+  return {core: run_core(core, args) for core in args.cores}
 
 
 if __name__ == "__main__":

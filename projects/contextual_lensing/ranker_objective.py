@@ -22,13 +22,16 @@ from cmlm.objectives import bitext_retrieval
 
 @dataclasses.dataclass
 class RankerObjectiveConfig(base.ObjectiveConfig):
-  """Attributes: margin alpha of the hinge."""
+  """Attributes: margin alpha of the hinge; `mask_duplicates`: pairs of the
+  batch that repeat a pair's source or target are no negatives of it
+  (`ranking_loss.duplicate_pairs`; false: VSE++ as published)."""
   type: str = "ranker"
   train_data: bitext_dataloader.BitextDataConfig = dataclasses.field(
       default_factory=bitext_dataloader.BitextDataConfig)
   validation_data: bitext_dataloader.BitextDataConfig = dataclasses.field(
       default_factory=bitext_dataloader.BitextDataConfig)
   margin: float = 0.2
+  mask_duplicates: bool = True
 
 
 @base.register_objective("ranker")
@@ -44,7 +47,9 @@ class RankerObjective(bitext_retrieval.BitextRetrievalObjective):
     super().check_data(data_config)
 
   def compute_loss(self, features, outputs):
-    del features
+    ids = ((features["source_input_word_ids"],
+            features["target_input_word_ids"])
+           if self.config.mask_duplicates else (None, None))
     return ranking_loss.cross_replica_max_violation_loss(
         outputs["source_embedding"], outputs["target_embedding"],
-        margin=self.config.margin)
+        margin=self.config.margin, source_ids=ids[0], target_ids=ids[1])

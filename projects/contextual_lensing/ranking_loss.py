@@ -15,14 +15,34 @@ their mean, so the learning rate does not depend on the batch size.
 
 Negatives come from the whole global batch, as in `bitext_loss`: each
 replica gathers every replica's vectors (`ReplicaContext.all_gather`).
+
+Duplicates are no negatives: bitext repeats sentences (Multi30k's 29k pairs
+hold about 2k repeated English captions; gettext's en-xx files repeat the
+English side across 8 languages), so the same source or target text can sit
+twice in a batch. A pair j that repeats row i's source or its target (equal
+token ids, `duplicate_pairs`) is a translation of row i too; counting it as
+a negative would push a correct match down. Such j are left out of the max
+(the Ranker's `mask_duplicates`, default on; VSE++ itself has no such mask).
 """
 import tensorflow as tf
 
 from cmlm.modeling import bitext_loss
 
 
+def duplicate_pairs(source_ids, target_ids, all_source_ids=None,
+                    all_target_ids=None):
+  """bool `[batch, candidates]`: True where candidate pair j has row i's
+  source or row i's target (identical token ids `[*, seq_length]`)."""
+  all_source_ids = source_ids if all_source_ids is None else all_source_ids
+  all_target_ids = target_ids if all_target_ids is None else all_target_ids
+  same = lambda a, b: tf.reduce_all(tf.equal(a[:, tf.newaxis, :],
+                                             b[tf.newaxis, :, :]), axis=-1)
+  return same(source_ids, all_source_ids) | same(target_ids, all_target_ids)
+
+
 def max_violation_loss(source, target, margin=0.2, all_sources=None,
-                       all_targets=None, first_positive=0, normalizer=None):
+                       all_targets=None, first_positive=0, normalizer=None,
+                       duplicates=None):
   """VSE++'s max-violation hinge loss, both directions, cosine similarity.
 
   Args:
@@ -33,6 +53,8 @@ def max_violation_loss(source, target, margin=0.2, all_sources=None,
       `source` and `target` themselves.
     first_positive: the candidate row of `source[0]`'s pair.
     normalizer: what the summed loss is divided by; default `batch`.
+    duplicates: optional bool `[batch, candidates]` (`duplicate_pairs`):
+      candidates that repeat row i's pair are no negatives of row i.
 
   Returns:
     The scalar loss, float32.
@@ -50,20 +72,35 @@ def max_violation_loss(source, target, margin=0.2, all_sources=None,
   for queries, candidates in ((source, all_targets), (target, all_sources)):
     scores = tf.matmul(queries, candidates, transpose_b=True)  # [batch, global]
     violations = tf.nn.relu(margin - positive_scores[:, tf.newaxis] + scores)
-    is_positive = tf.one_hot(positives, tf.shape(candidates)[0]) > 0
-    violations = tf.where(is_positive, tf.zeros_like(violations), violations)
+    excluded = tf.one_hot(positives, tf.shape(candidates)[0]) > 0
+    if duplicates is not None:
+      excluded |= duplicates
+    violations = tf.where(excluded, tf.zeros_like(violations), violations)
     total += tf.reduce_sum(tf.reduce_max(violations, axis=1))
   if normalizer is None:
     normalizer = tf.cast(batch, tf.float32)
   return total / normalizer
 
 
-def cross_replica_max_violation_loss(source, target, margin=0.2):
+def cross_replica_max_violation_loss(source, target, margin=0.2,
+                                     source_ids=None, target_ids=None):
   """`max_violation_loss` with negatives from every replica, in Model
-  Garden's convention (see `bitext_loss.cross_replica_additive_margin_loss`)."""
+  Garden's convention (see `bitext_loss.cross_replica_additive_margin_loss`);
+  given both sides' token ids, duplicated pairs anywhere in the global batch
+  are no negatives."""
+  with_ids = source_ids is not None and target_ids is not None
   gathered = bitext_loss.gather_pairs_across_replicas(source, target)
   if gathered is None:
-    return max_violation_loss(source, target, margin)
+    duplicates = (duplicate_pairs(source_ids, target_ids) if with_ids
+                  else None)
+    return max_violation_loss(source, target, margin, duplicates=duplicates)
   all_sources, all_targets, first, normalizer = gathered
+  duplicates = None
+  if with_ids:
+    context = tf.distribute.get_replica_context()
+    duplicates = duplicate_pairs(
+        source_ids, target_ids, context.all_gather(source_ids, axis=0),
+        context.all_gather(target_ids, axis=0))
   return max_violation_loss(source, target, margin, all_sources, all_targets,
-                            first_positive=first, normalizer=normalizer)
+                            first_positive=first, normalizer=normalizer,
+                            duplicates=duplicates)

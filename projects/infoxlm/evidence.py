@@ -1,23 +1,40 @@
-"""Evidence at small scale for InfoXLM's XLCo (Chi et al. 2021, sections 3-4).
+"""Evidence at small scale for InfoXLM's XLCo (Chi et al. 2021, sections 3-4),
+under the evidence protocol (`experiments/evidence_protocol.py`).
 
 With the multilingual data and vocabulary of experiments/multilingual_evidence
 (UDHR text of English and the 8 Tatoeba languages; gettext en-xx and
-Multi30k en-de/fr pairs; a cased 12k WordPiece vocabulary), trains one
-starting encoder (cmlm/tiny's: 2 layers, hidden 128) with MMLM for
-`--start_steps`, then from it, `--steps` steps each of
-  * TLM + MMLM,
-  * TLM + MMLM + XLCo (momentum `--momentum`),
-  * TLM + MMLM + XLCo with m = 0 (the key encoder is the query encoder),
-  * TLM + MMLM + XLCo on the last layer's mean (the representation that
-    `cmlm eval` scores) instead of layer 1's [CLS],
-  * the garden's CMLM + BR, S3 (CMLM for half the steps, then CMLM + 0.2 BR),
-and scores each with `python -m cmlm eval --tasks=tatoeba` (top-1 retrieval
-xx->eng and eng->xx over the 8 languages of ../shared/data/eval/tatoeba).
-Prints one table and a final JSON line. A run directory that already holds
-its final checkpoint is not trained again (train.run resumes at its end).
+Multi30k en-de/fr pairs, none with a side that is a Tatoeba sentence; a cased
+12k WordPiece vocabulary built from the training text), for each seed of
+`--seeds`: one starting encoder (cmlm/tiny's: 2 layers, hidden 128, length
+48) trained with MMLM for `--start_steps` (`start`), then from it, with the
+same seed (`task.seed`: data order, masks, heads, dropout), `--steps` steps
+of each arm at equal encoder compute (per step 64 x 48 sequence positions
+through the encoder, `--batch_size` B = 32):
+  * `TLM+MMLM` (the control): MMLM B and TLM B sequences;
+  * `+XLCo`: MMLM B/2, TLM B/2 and XLCo B/4 translation pairs (each side
+    through the query encoder, with gradient, and the momentum key encoder:
+    4 passes a pair), momentum `--momentum`;
+  * `XLCo m=0`: the same with momentum 0 (the key encoder is the query
+    encoder, table 7's "-Momentum");
+  * `XLCo layer1 cls` (not run unless named in `--arms`): XLCo on layer 1's
+    [CLS] through the head, the paper's "universal layer" design read on a
+    2-layer model.
+XLCo contrasts, by default, the last layer's mean-pooled states: the
+representation Tatoeba is scored on (`cmlm eval`'s encoder output). The
+paper contrasts layer 8 of 12's [CLS] and scores middle layers' mean; a
+2-layer model has no such middle, and contrasting a representation that is
+not scored tests only an indirect transfer (the earlier layer-1 [CLS] run).
+Every arm (and the start) is scored on the dev half of Tatoeba (the first
+500 pairs of each of the 8 languages, both directions; the second half is
+left untouched as the test): top-1 %, ties at their mean place.
+
+Prints one table (mean ± std over seeds, each arm's difference to the
+control with its paired bootstrap 95% interval) and writes
+`<work_dir>/infoxlm_evidence.json`; each (arm, seed) is cached in
+`<work_dir>/<arm>/seed<S>/`, so `--arms` / `--seeds` split the work.
 
   python projects/infoxlm/evidence.py [--steps=600] [--start_steps=300]
-      [--momentum=0.99] [--work_dir=runs/infoxlm_evidence]
+      [--momentum=0.99] [--seeds=1,2,3] [--work_dir=runs/infoxlm_evidence]
 
 The momentum: the key encoder's time constant is 1/(1-m) updates. With a
 few hundred steps, the paper's 0.999 (1k steps) or the code's 0.9999 (10k)
@@ -27,59 +44,114 @@ would leave the key encoder close to the starting encoder for the whole run
 than it, the regime the paper's 0.999 has over its 150k steps.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
+from cmlm.evaluation import encoders  # noqa: E402
 from cmlm.experiments import cmlm_experiments  # noqa: E402
+from cmlm.experiments import evidence_measures  # noqa: E402
+from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
 from cmlm.experiments import multilingual_evidence  # noqa: E402
 from cmlm.projects.infoxlm import registry_imports  # noqa: F401  (registers the project)
 from official.core import exp_factory  # noqa: E402
 from cmlm.training import train  # noqa: E402
 
 LANGUAGES = tuple(multilingual_evidence.LANGUAGES)
+SEQ_LENGTH = 48
+START = "start"
+CONTROL = "TLM+MMLM"
+ARMS = (START, CONTROL, "+XLCo", "XLCo m=0", "XLCo layer1 cls")
+DEFAULT_ARMS = ARMS[:4]
 
 
-def parse_args():
+def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--steps", type=int, default=600)
   parser.add_argument("--start_steps", type=int, default=300)
+  parser.add_argument("--batch_size", type=int, default=32,
+                      help="The control's MMLM and TLM batch (multiple of 4).")
   parser.add_argument("--momentum", type=float, default=0.99)
   parser.add_argument("--queue_size", type=int, default=4096)
   parser.add_argument("--vocab_size", type=int, default=12000)
   parser.add_argument("--work_dir", default=os.path.join(
       cmlm_experiments.REPO_ROOT, "runs", "infoxlm_evidence"))
   parser.add_argument("--shared_data", default=multilingual_evidence.SHARED)
-  return parser.parse_args()
+  protocol.add_arguments(parser, DEFAULT_ARMS)
+  args = parser.parse_args(argv)
+  if args.steps < 1 or args.start_steps < 1:
+    parser.error("--steps and --start_steps must be 1 or more.")
+  if args.batch_size < 4 or args.batch_size % 4:
+    parser.error("--batch_size must be a multiple of 4 (XLCo gets B/4 "
+                 "pairs).")
+  try:
+    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
+  except ValueError as error:
+    parser.error(str(error))
+  return args
 
 
-def infoxlm_params(corpora, bitext_path, vocab_path, steps, weights,
-                   momentum, queue_size, init_checkpoint="", **xlco):
-  """infoxlm/tiny on the evidence data; `weights` {mmlm, tlm, xlco};
-  `xlco` overrides more of XLCo's settings."""
+def arm_settings(name, args):
+  """(batch per objective {mmlm, tlm, xlco}, XLCo settings) of an arm."""
+  b = args.batch_size
+  if name == CONTROL:
+    return dict(mmlm=b, tlm=b, xlco=0), {}
+  xlco = {"momentum": 0.0 if name == "XLCo m=0" else args.momentum,
+          "layer": 1 if name == "XLCo layer1 cls" else 0,
+          "pooling": "cls" if name == "XLCo layer1 cls" else "mean"}
+  return dict(mmlm=b // 2, tlm=b // 2, xlco=b // 4), xlco
+
+
+def compute(batches, steps) -> protocol.Compute:
+  work = [protocol.Work(name.upper(), batches[name], SEQ_LENGTH, 1)
+          for name in ("mmlm", "tlm") if batches[name]]
+  if batches["xlco"]:
+    work.append(protocol.Work("XLCo pairs (2 sides x query + key)",
+                              batches["xlco"], SEQ_LENGTH, 4, 2))
+  return protocol.Compute(steps, tuple(work))
+
+
+def arms(args):
+  out = []
+  for name in ARMS:
+    if name == START:
+      out.append(protocol.Arm(START, None, description=(
+          f"the MMLM start ({args.start_steps} steps), not trained further")))
+    else:
+      batches, _ = arm_settings(name, args)
+      out.append(protocol.Arm(name, compute(batches, args.steps),
+                              control=name == CONTROL))
+  return out
+
+
+def infoxlm_params(corpora, bitext_path, vocab_path, steps, batches, seed,
+                   queue_size, init_checkpoint="", **xlco):
+  """infoxlm/tiny on the evidence data; `batches` {mmlm, tlm, xlco} (0
+  leaves an objective out); `xlco` overrides XLCo's settings."""
   params = exp_factory.get_exp_config("infoxlm/tiny")
   monolingual = ",".join(f"{code}={path}" for code, path in corpora.items())
-  data = lambda path: {"input_path": path, "header": False}
+  data = lambda path, batch: {"input_path": path, "header": False,
+                              "global_batch_size": max(batch, 1)}
   params.override({
       "task": {
+          "seed": seed,
           "init_checkpoint": init_checkpoint,
           "model": {"encoder": {"vocab_size": cmlm_experiments.vocab_size_of(
               vocab_path)}},
           "tokenization": {"vocab_file": vocab_path, "lower_case": False,
-                           "seq_length": 48},
+                           "seq_length": SEQ_LENGTH},
           "objectives": {
-              "mmlm": {"weight": weights["mmlm"],
-                       "train_data": data(monolingual)},
-              "tlm": {"weight": weights["tlm"],
-                      "train_data": data(bitext_path)},
-              "xlco": {"weight": weights["xlco"], "momentum": momentum,
+              "mmlm": {"weight": float(batches["mmlm"] > 0),
+                       "train_data": data(monolingual, batches["mmlm"])},
+              "tlm": {"weight": float(batches["tlm"] > 0),
+                      "train_data": data(bitext_path, batches["tlm"])},
+              "xlco": {"weight": float(batches["xlco"] > 0),
                        "queue_size": queue_size,
-                       "train_data": data(bitext_path), **xlco}}},
+                       "train_data": data(bitext_path, batches["xlco"]),
+                       **xlco}}},
       "trainer": {"train_steps": steps, "checkpoint_interval": steps,
                   "steps_per_loop": min(100, steps),
                   "summary_interval": min(100, steps),
@@ -108,96 +180,78 @@ def unique_vocab(path: str) -> str:
   return cleaned
 
 
-def tatoeba(model_dir, report_dir, shared):
-  """`python -m cmlm eval --tasks=tatoeba` on a run: {lang: (xx->eng,
-  eng->xx)} top-1 accuracies in [0, 1]."""
-  command = [sys.executable, "-m", "cmlm", "eval", f"--model={model_dir}",
-             "--tasks=tatoeba", f"--report_dir={report_dir}",
-             f"--data_dir={os.path.join(shared, 'eval')}"]
-  subprocess.run(command, check=True, cwd=cmlm_experiments.REPO_ROOT)
-  with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as f:
-    report = json.load(f)
-  return report
-
-
-def main():
-  args = parse_args()
-  start = time.perf_counter()
-  work_dir = args.work_dir
+def data(args):
+  """(corpora, bitext path, vocabulary path), built once in the work dir."""
   corpora, bitext_path, pairs, _ = multilingual_evidence.gather_data(
-      args.shared_data, work_dir)
+      args.shared_data, args.work_dir)
   vocab_path = unique_vocab(multilingual_evidence.build_vocab(
-      corpora, pairs, args.vocab_size, work_dir))
+      corpora, pairs, args.vocab_size, args.work_dir))
   print(f"{len(pairs)} translation pairs; vocabulary {vocab_path}",
         flush=True)
-  common = dict(corpora=corpora, bitext_path=bitext_path,
-                vocab_path=vocab_path, queue_size=args.queue_size)
-  start_dir = os.path.join(work_dir, "start_mmlm")
-  train.run(infoxlm_params(steps=args.start_steps, momentum=args.momentum,
-                           weights=dict(mmlm=1, tlm=0, xlco=0), **common),
-            start_dir)
-  all_three = dict(mmlm=1, tlm=1, xlco=1)
-  arms = {
-      "TLM+MMLM": (dict(mmlm=1, tlm=1, xlco=0), args.momentum, {}),
-      "TLM+MMLM+XLCo": (all_three, args.momentum, {}),
-      "XLCo m=0": (all_three, 0.0, {}),
-      # XLCo on the representation `cmlm eval` scores (the last layer,
-      # mean-pooled) rather than on layer 1's [CLS].
-      "XLCo last,mean": (all_three, args.momentum,
-                         dict(layer=2, pooling="mean")),
-  }
-  run_dirs = {}
-  for name, (weights, momentum, xlco) in arms.items():
-    run_dirs[name] = os.path.join(work_dir, name.replace("+", "_").replace(
-        " ", "_").replace("=", "").replace(",", "_"))
-    print(f"\n== {name} ({args.steps} steps from {start_dir})", flush=True)
-    train.run(infoxlm_params(steps=args.steps, momentum=momentum,
-                             weights=weights, init_checkpoint=start_dir,
-                             **common, **xlco), run_dirs[name])
-  print(f"\n== CMLM+BR (S3, {args.steps} steps from {start_dir})", flush=True)
-  half = args.steps // 2
-  stage1 = os.path.join(work_dir, "s3_stage1")
-  train.run(multilingual_evidence.experiment(
-      corpora, bitext_path, vocab_path, half, 1.0, 0.0,
-      init_checkpoint=start_dir), stage1)
-  run_dirs["CMLM+BR (S3)"] = os.path.join(work_dir, "s3_stage2")
-  train.run(multilingual_evidence.experiment(
-      corpora, bitext_path, vocab_path, args.steps - half, 1.0, 0.2,
-      init_checkpoint=stage1), run_dirs["CMLM+BR (S3)"])
-  run_dirs["start (MMLM)"] = start_dir
-
-  results = {}
-  for name, run_dir in run_dirs.items():
-    report = tatoeba(run_dir, os.path.join(run_dir, "eval"),
-                     args.shared_data)
-    results[name] = report
-  summary, per_language = {}, {}
-  print(f"\nTatoeba top-1 accuracy, % (xx->eng / eng->xx), {args.steps} "
-        f"steps each from one MMLM start ({args.start_steps} steps), "
-        f"m={args.momentum}:")
-  print(f"{'model':<15} " + " ".join(f"{c:>11}" for c in LANGUAGES) +
-        "     avg")
-  for name, report in results.items():
-    languages = report_languages(report)
-    per_language[name] = languages
-    average = sum(sum(v) / 2 for v in languages.values()) / len(languages)
-    summary[name] = round(average, 2)
-    print(f"{name:<15} " + " ".join(
-        f"{languages[c][0]:5.1f}/{languages[c][1]:5.1f}" for c in LANGUAGES)
-          + f" {average:7.2f}")
-  print(f"({(time.perf_counter() - start) / 60:.1f} min)")
-  print(json.dumps({"steps": args.steps, "start_steps": args.start_steps,
-                    "momentum": args.momentum, "queue_size": args.queue_size,
-                    "tatoeba_avg_top1": summary,
-                    "per_language": per_language}))
+  return corpora, bitext_path, vocab_path
 
 
-def report_languages(report):
-  """{lang: [xx->eng %, eng->xx %]} from `cmlm eval`'s report.json."""
-  languages = report["tasks"]["tatoeba"]["languages"]
-  return {code: [round(languages[code][key], 1)  # already in %
-                 for key in ("xxx_to_eng", "eng_to_xxx")]
-          for code in LANGUAGES}
+def start_dir(store, seed):
+  return os.path.join(store.directory(START, seed), "run")
+
+
+def train_start(seed, args, store, common):
+  """The seed's MMLM start (trained once; `train.run` resumes at its end)."""
+  path = start_dir(store, seed)
+  batches = dict(mmlm=args.batch_size, tlm=0, xlco=0)
+  train.run(infoxlm_params(steps=args.start_steps, batches=batches,
+                           seed=seed, **common), path)
+  return path
+
+
+def tatoeba(model_dir, args):
+  encoder = encoders.load_encoder(model_dir, show_progress=False)
+  return {"tatoeba": evidence_measures.tatoeba_sample(
+      encoder, evidence_measures.tatoeba_dev_pairs(
+          os.path.join(args.shared_data, "eval", "tatoeba"), LANGUAGES))}
+
+
+def run_unit(name, seed, args, store, common) -> dict:
+  start = time.perf_counter()
+  init = train_start(seed, args, store, common)
+  if name == START:
+    return {"measures": tatoeba(init, args), "seconds": 0.0}
+  batches, xlco = arm_settings(name, args)
+  params = infoxlm_params(steps=args.steps, batches=batches, seed=seed,
+                          init_checkpoint=init, **common, **xlco)
+  print(f"\n== {name}, seed {seed}: {compute(batches, args.steps).describe()}",
+        flush=True)
+  model_dir = os.path.join(store.directory(name, seed), "run")
+  train.run(params, model_dir)
+  return {"measures": tatoeba(model_dir, args),
+          "seconds": time.perf_counter() - start}
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  all_arms = arms(args)
+  protocol.check_equal_compute(all_arms)
+  store = protocol.UnitStore(args.work_dir)
+  if not args.report_only:
+    corpora, bitext_path, vocab_path = data(args)
+    common = dict(corpora=corpora, bitext_path=bitext_path,
+                  vocab_path=vocab_path, queue_size=args.queue_size)
+    for seed in args.seeds:
+      for name in args.arms:
+        if store.load(name, seed) is None:
+          store.save(name, seed, run_unit(name, seed, args, store, common))
+  results = store.results(all_arms, args.seeds)
+  shown = [a for a in all_arms if a.name in results or a.name in args.arms]
+  return protocol.report(
+      f"InfoXLM evidence: Tatoeba dev half, top-1 % (8 languages, both "
+      f"directions); {args.steps} steps from an MMLM start of "
+      f"{args.start_steps}, m={args.momentum}", shown, ["tatoeba"], results,
+      os.path.join(args.work_dir, "infoxlm_evidence.json"),
+      {"steps": args.steps, "start_steps": args.start_steps,
+       "batch_size": args.batch_size, "momentum": args.momentum,
+       "queue_size": args.queue_size, "seeds": args.seeds,
+       "data": evidence_measures.MEASURE_DATA["tatoeba"]},
+      resamples=args.resamples)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@
   without contrast.
 - `infoxlm/base`: Appendix B, table 10: 12 layers, hidden 768, batch 2048,
   Adam (0.9, 0.98, eps 1e-6), learning rate 2e-4, 10k warm-up steps then
-  linear decay over 150k steps; XLCo on layer 8 with m = 0.999 and a queue of
+  linear decay over 150k steps, gradients clipped to global norm 1.0; XLCo on layer 8 with m = 0.999 and a queue of
   131072 (section 4.1); MMLM languages sampled with exponent 0.7 (3.4). The
   paper starts from XLM-R and its 250,002-piece SentencePiece vocabulary
   (the vocab_size set here); `python -m cmlm import` reads BERT-style
@@ -143,5 +143,6 @@ def infoxlm_base() -> cfg.ExperimentConfig:
   params.trainer.optimizer_config = cmlm_experiments._optimization(  # pylint: disable=protected-access
       "adamw", 2e-4, warmup_steps=10_000, decay_steps=train_steps,
       beta_1=0.9, beta_2=0.98, epsilon=1e-6, weight_decay_rate=0.01,
+      gradient_clip_norm=1.0,  # table 10 (Model Garden's AdamW default too)
       exclude_from_weight_decay=cmlm_experiments._WEIGHT_DECAY_EXCLUDED)  # pylint: disable=protected-access
   return params

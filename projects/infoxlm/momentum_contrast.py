@@ -7,7 +7,11 @@ Plain functions, testable without a model:
     that the caller *assigns* the whole queue (never a scatter on a mirrored
     variable);
   * `momentum_update`: theta_K <- m theta_K + (1 - m) theta_Q (MoCo, He et
-    al. 2019), used by the XLCo objective's `after_update` hook.
+    al. 2019), used by the XLCo objective's `after_update` hook, over the
+    (key, query) pairs of `pair_by_name`: a key variable is matched with
+    the query variable of the same name (its path below its layer), never by
+    list position, as the query, key and value kernels of a layer share one
+    shape and a mis-ordered list would pass a shape check.
 
 Paper vs reference code (microsoft/unilm `infoxlm/.../criterions/xlco.py`):
 eq. 5/6 write exp(q^T k); the code divides the unnormalised dot products by a
@@ -15,7 +19,7 @@ softmax temperature (`--xlco_softmax_tau` 0.25). We follow the code (the
 temperature is a parameter; 1.0 gives the paper's formula) and offer L2
 normalisation as an option (off by default, as in both).
 """
-from typing import Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -84,16 +88,56 @@ def enqueue(queue: tf.Tensor, pointer: tf.Tensor, keys: tf.Tensor
   return new_queue, (pointer + count) % size
 
 
-def momentum_update(key_variables: Sequence[tf.Variable],
-                    query_variables: Sequence[tf.Variable],
+def named_variables(parts: Mapping[str, object]) -> Dict[str, tf.Variable]:
+  """`{"<part>/<path below the layer>": variable}` of layers (or modules)
+  `{part: layer}`: `transformer/layer_0/self_attention/query/kernel`. The
+  layer's own name is left out, so a copy of a layer under another name
+  pairs with it."""
+  named = {}
+  for part, layer in parts.items():
+    prefix = f"{layer.name}/"
+    for variable in layer.weights:
+      name = variable.name.split(":")[0]
+      name = name[len(prefix):] if name.startswith(prefix) else name
+      key = f"{part}/{name}"
+      if key in named:
+        raise ValueError(f"Two variables of {part} are named {name!r}; the "
+                         "momentum update pairs variables by name.")
+      named[key] = variable
+  return named
+
+
+def pair_by_name(key_variables: Mapping[str, tf.Variable],
+                 query_variables: Mapping[str, tf.Variable]
+                 ) -> List[Tuple[tf.Variable, tf.Variable]]:
+  """(key, query) pairs of the variables of the same name, in name order;
+  one clear error when the names or a pair's shapes differ."""
+  missing = sorted(set(query_variables) - set(key_variables))
+  extra = sorted(set(key_variables) - set(query_variables))
+  if missing or extra:
+    raise ValueError(
+        "The key encoder and the query encoder differ: "
+        + "; ".join(part for part in (
+            f"no key for {', '.join(missing[:3])}" if missing else "",
+            f"no query for {', '.join(extra[:3])}" if extra else "") if part)
+        + ".")
+  pairs = []
+  for name in sorted(key_variables):
+    key, query = key_variables[name], query_variables[name]
+    if key.shape != query.shape:
+      raise ValueError(f"Key variable {name} {key.shape} does not match its "
+                       f"query variable {query.shape}.")
+    pairs.append((key, query))
+  return pairs
+
+
+def momentum_update(pairs: Sequence[Tuple[tf.Variable, tf.Variable]],
                     momentum) -> None:
-  """theta_K <- m theta_K + (1 - m) theta_Q for each pair (section 3.3).
+  """theta_K <- m theta_K + (1 - m) theta_Q for each (key, query) pair of
+  `pair_by_name` (section 3.3).
 
   m = 0 makes the key encoder the query encoder after every update (the
   "-Momentum" ablation of table 7).
   """
-  if len(key_variables) != len(query_variables):
-    raise ValueError(f"The key side has {len(key_variables)} variables, the "
-                     f"query side {len(query_variables)}.")
-  for key, query in zip(key_variables, query_variables):
+  for key, query in pairs:
     key.assign(momentum * key + (1.0 - momentum) * tf.cast(query, key.dtype))

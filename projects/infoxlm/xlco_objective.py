@@ -135,19 +135,26 @@ class XlcoState(tf.Module):
   def key_variables(self):
     return self.key_transformer.weights + self.key_head.weights
 
-  def copy_from(self, query_variables) -> None:
+  @property
+  def named_key_variables(self):
+    """`{name: variable}` of the key side (`momentum_contrast.named_variables`)."""
+    return momentum_contrast.named_variables(
+        {"transformer": self.key_transformer, "head": self.key_head})
+
+  def paired_with(self, named_query_variables):
+    """(key, query) variable pairs, matched by name."""
+    return momentum_contrast.pair_by_name(self.named_key_variables,
+                                          named_query_variables)
+
+  def copy_from(self, named_query_variables) -> None:
     """Makes the key side equal to the query side (cross-replica context)."""
-    if len(query_variables) != len(self.key_variables):
-      raise ValueError("The key encoder and the query encoder differ.")
+    pairs = self.paired_with(named_query_variables)
     strategy = getattr(self.queue, "distribute_strategy", None)
     if strategy is not None and not tf.distribute.has_strategy():
       with strategy.scope():
-        self.copy_from(query_variables)
+        self.copy_from(named_query_variables)
       return
-    for key, query in zip(self.key_variables, query_variables):
-      if key.shape != query.shape:
-        raise ValueError(f"Key variable {key.name} {key.shape} does not "
-                         f"match query variable {query.name} {query.shape}.")
+    for key, query in pairs:
       key.assign(query)
 
 
@@ -232,7 +239,9 @@ class XlcoObjective(base.Objective):
 
   @staticmethod
   def query_variables(encoder, head):
-    return encoder.transformer.weights + head.weights
+    """`{name: variable}` of the query side, named as the key side's."""
+    return momentum_contrast.named_variables(
+        {"transformer": encoder.transformer, "head": head})
 
   def after_initialize(self, encoder, head, state):
     """A run's start (after `task.init_checkpoint`): the key side becomes
@@ -310,7 +319,7 @@ class XlcoObjective(base.Objective):
   # After each finite optimizer update.
   def after_update(self, encoder, head, state):
     momentum_contrast.momentum_update(
-        state.key_variables, self.query_variables(encoder, head),
+        state.paired_with(self.query_variables(encoder, head)),
         self.config.momentum)
     keys = tf.identity(state.pending_keys)
     queue, pointer = momentum_contrast.enqueue(state.queue,

@@ -1,25 +1,36 @@
 """Evidence at small scale for MiSAD (Li et al. 2020): MLM alone vs MLM +
-MiSAD from the same start, at equal steps, on the shipped English text.
+MiSAD from the same start at equal encoder compute, on the shipped English
+text, under the evidence protocol (`experiments/evidence_protocol.py`).
 
   1. `python -m cmlm ngrams` marks the PMI n-grams of data/corpus_en
      (section 3.1; per file, top 3000, paper formula);
-  2. from the same encoder (by default all-MiniLM-L6-v2, imported with
-     sequence length 64; `--start=RUN` takes any run or import of ours), two
-     runs of `misad/tiny` for `--steps` steps, same data order:
-       * `mlm`: misad_weight=0, MLM alone on the marked sentences;
-       * `misad`: MLM + MSE(E^w + E^R, E^S) at equal weights, w chosen by
-         the lowest MLM score (sections 3.2-3.3);
-  3. word-level analogy (Mikolov's questions-words.txt, the copy gensim
-     ships: 3CosAdd among the file's 905 words) and STS-B dev (Spearman x
-     100) of the start and of both runs.
+  2. from one encoder (by default all-MiniLM-L6-v2, imported with sequence
+     length L = 64; `--start=RUN` takes any run or import of ours), for each
+     seed of `--seeds` (`task.seed`: data order, masks, heads' and pooler's
+     initialisation, dropout), `--steps` steps of `misad/tiny`:
+       * `MLM+MiSAD`: MLM + MSE(E^w + E^R, E^S) at equal weights with the
+         objective's defaults (sum re-normalised, [CLS] pooled output, R cut
+         from the masked S, w chosen by the lowest MLM score), `--batch_size`
+         B sentences; per sentence the encoder reads S, R and w (with
+         gradient) and the K = 4 copies of S scored without gradient: 7
+         passes of L tokens;
+       * `MLM` (the control): misad_weight=0, MLM alone on the marked
+         sentences, batch 7 B: the same encoder passes per step;
+  3. the start and every run scored on dev data no arm trained on: word
+     analogy on the dev half of Mikolov's questions-words.txt (the
+     even-numbered questions; 3CosAdd among the file's 905 words, the copy
+     gensim ships; the odd ones are left as the test), also per kind
+     (semantic, syntactic), and STS-B dev (Spearman x 100).
 
-Prints one table and a final JSON line.
+Prints one table (mean ± std over seeds, MiSAD's difference to MLM with
+its paired bootstrap 95% interval over seeds and questions) and writes
+`<work_dir>/misad_evidence.json`; each (arm, seed) is cached in
+`<work_dir>/<arm>/seed<S>/`, so `--arms` / `--seeds` split the work.
 
-  python projects/misad/evidence.py [--steps=150] [--batch_size=16]
-      [--start=RUN] [--work_dir=runs/misad_evidence] [--seed=1]
+  python projects/misad/evidence.py [--steps=100] [--batch_size=8]
+      [--start=RUN] [--seeds=1,2,3] [--work_dir=runs/misad_evidence]
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,38 +39,79 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 sys.path.insert(0, REPO_ROOT)
 
 
-from cmlm.projects.misad import pmi_ngrams  # noqa: E402
-from cmlm.projects.misad import analogy_readers  # noqa: E402
+from cmlm.evaluation import encoders  # noqa: E402
+from cmlm.evaluation import runner  # noqa: E402
+from cmlm.experiments import evidence_measures  # noqa: E402
+from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
 from cmlm.experiments.command_runs import cmlm  # noqa: E402
 from cmlm.experiments.command_runs import import_minilm  # noqa: E402
+from cmlm.projects.misad import analogy  # noqa: E402
+from cmlm.projects.misad import analogy_readers  # noqa: E402
+from cmlm.projects.misad import pmi_ngrams  # noqa: E402
+from cmlm.projects.misad import registry_imports  # noqa: E402,F401  (reads its runs)
 
 CORPUS = os.path.join(REPO_ROOT, "data", "corpus_en")
-STS_DIR = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "eval",
-                       "sts", "STSBenchmark")
+SEQ_LENGTH = 64
+SCORED_COPIES = 4  # misad_data's max_ngrams_per_sentence
+START, CONTROL, MISAD = "start", "MLM", "MLM+MiSAD"
+ARMS = (START, CONTROL, MISAD)
+MEASURES = ("word analogy", "semantic", "syntactic", "sts-b")
 
 
-def parse_args():
+def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--steps", type=int, default=150)
-  parser.add_argument("--batch_size", type=int, default=16)
+  parser.add_argument("--steps", type=int, default=100)
+  parser.add_argument("--batch_size", type=int, default=8,
+                      help="MiSAD's sentences per step; MLM gets 7 times.")
   parser.add_argument("--learning_rate", type=float, default=5e-5)
   parser.add_argument("--start", default="", help="A run or import to "
                       "start from (default: all-MiniLM-L6-v2, imported).")
   parser.add_argument("--work_dir", default=os.path.join(
       REPO_ROOT, "runs", "misad_evidence"))
-  parser.add_argument("--sts_max_examples", type=int, default=None)
-  parser.add_argument("--seed", type=int, default=1, help="Data order "
-                      "(the same for both runs).")
-  return parser.parse_args()
+  protocol.add_arguments(parser, ARMS)
+  args = parser.parse_args(argv)
+  if args.steps < 1 or args.batch_size < 1:
+    parser.error("--steps and --batch_size must be 1 or more.")
+  try:
+    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
+  except ValueError as error:
+    parser.error(str(error))
+  return args
 
 
-def train(start, ngrams, model_dir, misad_weight, args):
-  overrides = ",".join([
+def passes(misad: bool) -> int:
+  """Encoder passes of L tokens per sentence: S; with MiSAD also R, w and
+  the scored copies of S."""
+  return 3 + SCORED_COPIES if misad else 1
+
+
+def compute(name, args) -> protocol.Compute:
+  if name == MISAD:
+    work = (protocol.Work("S, R, w", args.batch_size, SEQ_LENGTH, 3),
+            protocol.Work("copies of S scored (no gradient)", args.batch_size,
+                          SEQ_LENGTH, SCORED_COPIES, 0))
+  else:
+    work = (protocol.Work("S", passes(True) * args.batch_size, SEQ_LENGTH,
+                          1),)
+  return protocol.Compute(args.steps, work)
+
+
+def arms(args):
+  return [protocol.Arm(START, None, description="the start itself"),
+          protocol.Arm(CONTROL, compute(CONTROL, args), control=True),
+          protocol.Arm(MISAD, compute(MISAD, args))]
+
+
+def overrides(start, ngrams, name, seed, args):
+  misad = name == MISAD
+  batch = args.batch_size if misad else passes(True) * args.batch_size
+  return ",".join([
+      f"task.seed={seed}",
       f"task.init_checkpoint={start}",
+      f"task.tokenization.seq_length={SEQ_LENGTH}",
       f"task.objectives.misad.train_data.input_path={ngrams}",
-      f"task.objectives.misad.train_data.global_batch_size={args.batch_size}",
-      f"task.objectives.misad.train_data.seed={args.seed}",
-      f"task.objectives.misad.misad_weight={misad_weight}",
+      f"task.objectives.misad.train_data.global_batch_size={batch}",
+      f"task.objectives.misad.misad_weight={1.0 if misad else 0.0}",
       f"trainer.train_steps={args.steps}",
       f"trainer.optimizer_config.learning_rate.polynomial"
       f".initial_learning_rate={args.learning_rate}",
@@ -70,66 +122,85 @@ def train(start, ngrams, model_dir, misad_weight, args):
       f"trainer.steps_per_loop={max(1, args.steps // 5)}",
       f"trainer.summary_interval={max(1, args.steps // 5)}",
       f"trainer.checkpoint_interval={args.steps}"])
-  start_time = time.perf_counter()
+
+
+def dev_questions(path):
+  """The even-numbered questions of questions-words.txt (the dev half),
+  among the whole file's vocabulary."""
+  questions = analogy_readers.read_mikolov(path)
+  return evidence_measures.limit_to(questions,
+                                    list(range(0, len(questions), 2)))
+
+
+def evaluate(model, questions):
+  encoder = encoders.load_encoder(model, show_progress=False)
+  credits = analogy.question_credits(encoder, questions)
+  samples = {"word analogy": protocol.mean_sample(credits, 100)}
+  for kind in ("semantic", "syntactic"):
+    samples[kind] = protocol.mean_sample(
+        [c for c, k in zip(credits, questions.kinds) if k == kind], 100)
+  samples["sts-b"] = evidence_measures.sts_sample(
+      encoder, evidence_measures.sts_pairs("sts-b", runner.DEFAULT_DATA_DIR))
+  for name, sample in samples.items():
+    print(f"  {name}: {protocol.statistic(sample):.2f}", flush=True)
+  return samples
+
+
+def run_unit(name, seed, args, store, start, ngrams, questions) -> dict:
+  began = time.perf_counter()
+  if name == START:
+    return {"measures": evaluate(start, questions), "seconds": 0.0}
+  model_dir = os.path.join(store.directory(name, seed), "run")
+  print(f"\n== {name}, seed {seed}: {compute(name, args).describe()}",
+        flush=True)
   cmlm("train", "--experiment=misad/tiny", "--mode=train",
-       f"--model_dir={model_dir}", f"--params_override={overrides}")
-  return time.perf_counter() - start_time
+       f"--model_dir={model_dir}",
+       f"--params_override={overrides(start, ngrams, name, seed, args)}")
+  seconds = time.perf_counter() - began
+  return {"measures": evaluate(model_dir, questions),
+          "train_seconds": seconds}
 
 
-def evaluate(model, report_dir, analogy_path, sts_max_examples):
-  arguments = ["eval", f"--model={model}", "--tasks=word_analogy,sts-b",
-               f"--task_data=word_analogy={analogy_path},sts-b={STS_DIR}",
-               f"--report_dir={report_dir}"]
-  if sts_max_examples:
-    arguments.append(f"--max_examples={sts_max_examples}")
-  cmlm(*arguments)
-  with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as f:
-    tasks = json.load(f)["tasks"]
-  analogy = tasks["word_analogy"]
-  return {"word_analogy": analogy["accuracy"],
-          "word_analogy_semantic": analogy["kinds"]["semantic"]["accuracy"],
-          "word_analogy_syntactic": analogy["kinds"]["syntactic"]["accuracy"],
-          "sts_b_dev": tasks["sts-b"]["spearman"]}
-
-
-def main():
-  args = parse_args()
+def main(argv=None):
+  args = parse_args(argv)
+  all_arms = arms(args)
+  protocol.check_equal_compute(all_arms)
+  store = protocol.UnitStore(args.work_dir)
   analogy_path = analogy_readers.gensim_questions_words()
-  if not analogy_path:
-    sys.exit("Mikolov's questions-words.txt comes from gensim's test data: "
-             "pip install -r requirements-test.txt.")
-  os.makedirs(args.work_dir, exist_ok=True)
-  ngrams = os.path.join(args.work_dir, "ngrams_en.txt")
-  if not os.path.exists(ngrams):
-    pmi_ngrams.extract_ngrams(CORPUS, ngrams)
-  start = args.start or os.path.join(args.work_dir, "start")
-  if not args.start and not os.path.exists(os.path.join(start,
-                                                        "params.yaml")):
-    import_minilm(start)
-  seconds = {}
-  for name, weight in (("mlm", 0.0), ("misad", 1.0)):
-    model_dir = os.path.join(args.work_dir, name)
-    if not os.path.exists(os.path.join(model_dir, f"ckpt-{args.steps}.index")):
-      seconds[name] = train(start, ngrams, model_dir, weight, args)
-  results = {}
-  for name, model in (("start", start),
-                      ("mlm", os.path.join(args.work_dir, "mlm")),
-                      ("misad", os.path.join(args.work_dir, "misad"))):
-    results[name] = evaluate(model, os.path.join(args.work_dir,
-                                                 f"eval_{name}"),
-                             analogy_path, args.sts_max_examples)
-  print(f"\nMiSAD evidence: {args.steps} steps of batch {args.batch_size} "
-        f"from {start}")
-  print("| model | word analogy | semantic | syntactic | STS-B dev |")
-  print("|---|---:|---:|---:|---:|")
-  for name, r in results.items():
-    print(f"| {name} | {r['word_analogy']:.2f} | "
-          f"{r['word_analogy_semantic']:.2f} | "
-          f"{r['word_analogy_syntactic']:.2f} | {r['sts_b_dev']:.2f} |")
-  print(json.dumps({"steps": args.steps, "batch_size": args.batch_size,
-                    "seed": args.seed,
-                    "learning_rate": args.learning_rate, "start": start,
-                    "train_seconds": seconds, "results": results}))
+  if not args.report_only:
+    if not analogy_path:
+      sys.exit("Mikolov's questions-words.txt comes from gensim's test "
+               "data: pip install -r requirements-test.txt.")
+    os.makedirs(args.work_dir, exist_ok=True)
+    ngrams = os.path.join(args.work_dir, "ngrams_en.txt")
+    if not os.path.exists(ngrams):
+      pmi_ngrams.extract_ngrams(CORPUS, ngrams)
+    start = args.start or os.path.join(args.work_dir, "start_minilm")
+    if not args.start and not os.path.exists(os.path.join(start,
+                                                          "params.yaml")):
+      import_minilm(start, seq_length=SEQ_LENGTH)
+    questions = dev_questions(analogy_path)
+    # The start does not depend on the seed: score it once.
+    for seed in args.seeds:
+      for name in args.arms:
+        if store.load(name, seed) is not None:
+          continue
+        if name == START and store.load(START, args.seeds[0]) is not None:
+          store.save(START, seed, store.load(START, args.seeds[0]))
+          continue
+        store.save(name, seed, run_unit(name, seed, args, store, start,
+                                        ngrams, questions))
+  results = store.results(all_arms, args.seeds)
+  return protocol.report(
+      f"MiSAD evidence: {args.steps} steps from "
+      f"{args.start or 'all-MiniLM-L6-v2'} (length {SEQ_LENGTH}); word "
+      "analogy on the dev half of questions-words.txt (% of 9,772), STS-B "
+      "dev (Spearman x 100)", all_arms, list(MEASURES), results,
+      os.path.join(args.work_dir, "misad_evidence.json"),
+      {"steps": args.steps, "batch_size": args.batch_size,
+       "learning_rate": args.learning_rate, "seeds": args.seeds,
+       "start": args.start or "all-MiniLM-L6-v2 (imported, length 64)"},
+      resamples=args.resamples)
 
 
 if __name__ == "__main__":

@@ -3,15 +3,21 @@
 E^w, E^R and E^S are the sentence representations of the n-gram w alone, of
 the rest R of the sentence (S without w) and of the whole sentence S.
 
-`normalization` says where unit length is imposed:
-  * "unit" (the paper, and the default): E^w, E^R and E^S are each
-    normalised to unit length, then MSE(E^w + E^R, E^S). Read literally, this
-    cannot reach 0: |E^w + E^R| ranges over [0, 2] while |E^S| = 1 (with
-    E^w = E^R = E^S it is 1/dim).
-  * "unit_renormalized_sum" (the reference code, `run_mse.py`): the sum
-    E^w + E^R is normalised again before the MSE, so the loss is a distance
-    between directions and is 0 when E^w + E^R points along E^S.
-  * "none": the raw vectors.
+`normalization` says where unit length is imposed. The paper says E^w, E^R
+and E^S "are all normalized to unit lengths", and wants the vector equation
+vector(w) + vector(R) = vector(S) (eq. 2). Read literally, with unit vectors
+u_w, u_R, u_S: |u_w + u_R - u_S|^2 = 0 needs |u_w + u_R| = 1, i.e.
+2 + 2 cos(u_w, u_R) = 1: it is 0 exactly when u_w and u_R are 120 degrees
+apart (cos = -1/2) and u_S = u_w + u_R. That form pulls every n-gram and its
+remainder to 120 degrees, which eq. 2 does not ask for (with u_w = u_R = u_S
+it is 1/dim, not 0). So:
+  * "unit_renormalized_sum" (the default; the reference code, `run_mse.py`):
+    the sum u_w + u_R is normalised again before the MSE, so the loss is a
+    distance between directions, 0 whenever u_w + u_R points along u_S, at
+    any angle between u_w and u_R;
+  * "unit": the literal reading above (minimum only at 120 degrees), kept as
+    an option to reproduce it;
+  * "none": the raw vectors, MSE(E^w + E^R, E^S).
 
 The MSE is the mean over the batch and the dimensions (PyTorch's
 `MSELoss()`), in float32.
@@ -22,7 +28,7 @@ NORMALIZATIONS = ("unit", "unit_renormalized_sum", "none")
 
 
 def misad_loss(ngram_embedding, rest_embedding, sentence_embedding,
-               normalization: str = "unit", weights=None):
+               normalization: str = "unit_renormalized_sum", weights=None):
   """MSE(E^w + E^R, E^S) (section 3.2).
 
   Args:

@@ -12,19 +12,30 @@ For a sentence S holding a PMI n-gram w (`misad_data.py`):
      code's choice).
   2. S is masked as BERT does (`data_pipelines.masking.mask_tokens`), never
      inside w (section 3.2: "we must avoid masking out the n-gram w").
-  3. Three encoder inputs: the masked S, R = S without w's tokens, and w
-     alone (`[CLS] w [SEP]`); E^S, E^R and E^w are the encoder's sentence
-     embeddings (`default`: its pooling, section 3.2 used [CLS]).
+  3. Three encoder inputs: the masked S, R = the masked S without w's tokens
+     (`rest_input="masked"`: E^S and E^R see the same masked context, and
+     S = w + R holds for the sequences the encoder reads; "unmasked" cuts R
+     from the original S instead), and w alone (`[CLS] w [SEP]`, never
+     masked). E^S, E^R and E^w are, by `sentence_embedding`:
+       * "cls_pooler" (default): "the pooled output of the [CLS] token"
+         (3.2), a dense + tanh layer over the last layer's [CLS] state,
+         trained with the objective as the reference code's re-initialised
+         `BertPooler` (`misad_head.MisadHead`);
+       * "cls": the [CLS] state itself;
+       * "encoder": the encoder's `default` output (its pooling; the
+         sentence vector the garden evaluates).
   4. L = mlm_weight * L_MLM(S) + misad_weight * MSE(E^w + E^R, E^S)
-     (`misad_loss.py`; the paper: equal weights, unit-normalised
-     vectors).
+     (`misad_loss.py`, `normalization`; the paper: equal weights)
+     + rest_mlm_weight * L_MLM(R): the reference code also predicts R's
+     masked tokens (its own masks there; here R's are S's, moved left past
+     w); the paper's loss has MLM on S only, so the default weight is 0.
 
 With `misad_weight=0` the objective is plain MLM on the same sentences (no
 n-gram chosen or protected, R and w never encoded): the baseline.
 
 The MLM head is Model Garden's `MaskedLM` tied to the shared embedding table,
-through `modeling.conditional_mlm.ConditionalMlmHead` without its skip
-fusion (checkpointed as `<name>_head`).
+through `misad_head.MisadHead` (a `ConditionalMlmHead` without its skip
+fusion, with the [CLS] pooler), checkpointed as `<name>_head`.
 """
 import dataclasses
 
@@ -35,10 +46,12 @@ from cmlm.data_pipelines import masking
 from cmlm.projects.misad import misad_data
 from cmlm.data_pipelines import vocabulary
 from cmlm.projects.misad import misad_loss
-from cmlm.modeling.conditional_mlm import ConditionalMlmHead
 from cmlm.objectives import base
+from cmlm.projects.misad.misad_head import MisadHead
 
 NGRAM_SELECTIONS = ("lowest_mlm_score", "random")
+SENTENCE_EMBEDDINGS = ("cls_pooler", "cls", "encoder")
+REST_INPUTS = ("masked", "unmasked")
 
 
 @dataclasses.dataclass
@@ -48,8 +61,14 @@ class MisadObjectiveConfig(base.ObjectiveConfig):
   Attributes:
     mlm_weight: weight of the MLM loss on S (paper: 1).
     misad_weight: weight of MSE(E^w + E^R, E^S) (paper: 1); 0 is MLM alone.
-    normalization: "unit" (paper), "unit_renormalized_sum" (reference code)
-      or "none"; see `misad_loss.py`.
+    normalization: "unit_renormalized_sum" (default, reference code),
+      "unit" (the paper read literally: minimum at 120 degrees) or "none";
+      see `misad_loss.py`.
+    sentence_embedding: "cls_pooler" (default), "cls" or "encoder" (the
+      module doc, step 3).
+    rest_input: "masked" (default: R cut from the masked S) or "unmasked".
+    rest_mlm_weight: weight of MLM on R's masked tokens (reference code: 1;
+      default 0, the paper's loss); needs rest_input="masked".
     ngram_selection: "lowest_mlm_score" (section 3.3) or "random".
     max_predictions_per_seq: most tokens of S masked.
     masking_rate: share of S's tokens masked (BERT: 0.15).
@@ -63,7 +82,10 @@ class MisadObjectiveConfig(base.ObjectiveConfig):
       default_factory=misad_data.MisadDataConfig)
   mlm_weight: float = 1.0
   misad_weight: float = 1.0
-  normalization: str = "unit"
+  normalization: str = "unit_renormalized_sum"
+  sentence_embedding: str = "cls_pooler"
+  rest_input: str = "masked"
+  rest_mlm_weight: float = 0.0
   ngram_selection: str = "lowest_mlm_score"
   max_predictions_per_seq: int = 20
   masking_rate: float = 0.15
@@ -152,6 +174,14 @@ def lowest_score_choice(encoder, head, inputs, starts, ends, weights,
   return tf.argmin(scores, axis=1, output_type=tf.int32), scores
 
 
+def shift_past_span(positions, starts, ends):
+  """Masked positions of S as positions of R (`remove_span`): those after w
+  move left by |w| (none lies inside w, which is never masked)."""
+  width = (ends - starts)[:, tf.newaxis]
+  return tf.where(positions >= ends[:, tf.newaxis], positions - width,
+                  positions)
+
+
 def random_choice(weights, seed=None):
   """A uniformly drawn used slot per row, `[batch]` int32."""
   noise = tf.random.uniform(tf.shape(weights), seed=seed)
@@ -174,9 +204,22 @@ class MisadObjective(base.Objective):
       raise ValueError(f"task.objectives.{self.name}.ngram_selection must "
                        f"be one of {', '.join(NGRAM_SELECTIONS)}, got "
                        f"{config.ngram_selection!r}.")
-    if config.mlm_weight < 0 or config.misad_weight < 0:
-      raise ValueError(f"task.objectives.{self.name}: mlm_weight and "
-                       "misad_weight must be 0 or more.")
+    if config.sentence_embedding not in SENTENCE_EMBEDDINGS:
+      raise ValueError(f"task.objectives.{self.name}.sentence_embedding must "
+                       f"be one of {', '.join(SENTENCE_EMBEDDINGS)}, got "
+                       f"{config.sentence_embedding!r}.")
+    if config.rest_input not in REST_INPUTS:
+      raise ValueError(f"task.objectives.{self.name}.rest_input must be one "
+                       f"of {', '.join(REST_INPUTS)}, got "
+                       f"{config.rest_input!r}.")
+    if min(config.mlm_weight, config.misad_weight,
+           config.rest_mlm_weight) < 0:
+      raise ValueError(f"task.objectives.{self.name}: mlm_weight, "
+                       "misad_weight and rest_mlm_weight must be 0 or more.")
+    if config.rest_mlm_weight > 0 and config.rest_input != "masked":
+      raise ValueError(f"task.objectives.{self.name}.rest_mlm_weight > 0 "
+                       "predicts R's masked tokens: it needs "
+                       "rest_input=masked.")
     if not 0 < config.masking_rate <= 1:
       raise ValueError(f"task.objectives.{self.name}.masking_rate must be "
                        f"in (0, 1], got {config.masking_rate}.")
@@ -196,8 +239,10 @@ class MisadObjective(base.Objective):
                                           input_context)
 
   def build_head(self, encoder):
-    return ConditionalMlmHead(
-        encoder.transformer, skip=False,
+    return MisadHead(
+        encoder.transformer,
+        pooler=self.config.sentence_embedding == "cls_pooler",
+        pooler_initializer_range=self.config.mlm_initializer_range,
         mlm_activation=self.config.mlm_activation,
         mlm_initializer=tf_keras.initializers.TruncatedNormal(
             stddev=self.config.mlm_initializer_range),
@@ -249,16 +294,33 @@ class MisadObjective(base.Objective):
         masked_lm_ids=masked_lm_ids, masked_lm_weights=masked_lm_weights,
         masked_input_word_ids=masked_ids)
     if with_misad:
-      rest = remove_span(inputs, starts, ends)
+      source = (dict(inputs, input_word_ids=masked_ids)
+                if config.rest_input == "masked" else inputs)
+      rest = remove_span(source, starts, ends)
       ngram = span_alone(inputs, starts, ends, special[vocabulary.CLS],
                          special[vocabulary.SEP])
+      rest_outputs = encoder(rest, training=training)
       outputs.update(
-          sentence_embedding=sentence["default"],
-          rest_embedding=encoder(rest, training=training)["default"],
-          ngram_embedding=encoder(ngram, training=training)["default"],
+          sentence_embedding=self._embedding(head, sentence),
+          rest_embedding=self._embedding(head, rest_outputs),
+          ngram_embedding=self._embedding(
+              head, encoder(ngram, training=training)),
           ngram_starts_chosen=starts, ngram_ends_chosen=ends,
           rest_inputs=rest, ngram_inputs=ngram)
+      if config.rest_mlm_weight > 0:
+        outputs["rest_mlm_logits"] = head(
+            rest_outputs["sequence_output"],
+            shift_past_span(positions, starts, ends), None)
     return outputs
+
+  def _embedding(self, head, encoder_outputs):
+    """E of one input, `[batch, hidden]` (`sentence_embedding`)."""
+    mode = self.config.sentence_embedding
+    if mode == "encoder":
+      return encoder_outputs["default"]
+    if mode == "cls":
+      return encoder_outputs["sequence_output"][:, 0]
+    return head.pool(encoder_outputs["sequence_output"])
 
   def _mlm_loss(self, outputs):
     return base.global_masked_lm_loss(outputs["masked_lm_ids"],
@@ -275,6 +337,10 @@ class MisadObjective(base.Objective):
     loss = self.config.mlm_weight * self._mlm_loss(outputs)
     if "ngram_embedding" in outputs:
       loss += self.config.misad_weight * self._misad_loss(outputs)
+    if "rest_mlm_logits" in outputs:
+      loss += self.config.rest_mlm_weight * base.global_masked_lm_loss(
+          outputs["masked_lm_ids"], outputs["rest_mlm_logits"],
+          outputs["masked_lm_weights"])
     return loss
 
   def build_metrics(self):

@@ -1,214 +1,238 @@
-"""Evidence at small scale for CMLM-CSE vs SimCSE (cmlm_cse_2023.txt).
+"""Evidence at small scale for CMLM-CSE vs SimCSE (cmlm_cse_2023.txt), under
+the evidence protocol (`experiments/evidence_protocol.py`).
 
-From each starting encoder, (a) all-MiniLM-L6-v2 imported with `cmlm import`
-and (b) a `cmlm/tiny` run of the garden, trains at equal steps, batch and
-sequence length (32), on the de-duplicated sentences of shipped English text
-(not STS-B):
-  * SimCSE (`simcse/...`), one run per seed;
-  * CMLM-CSE (`cmlm_cse/...`, lambda 0.005, 15% masking), one run per seed;
-  * SimCSE with dropout off (the collapse check), one run per seed;
-and evaluates STS-B dev and SICK-R (SICK_trial.txt; Spearman x 100,
-`cmlm eval`) before and after, both at the training length (32 tokens): the
-"before" figure is the starting checkpoint read through a trained run's
-config (`cmlm eval --model=RUN --checkpoint=START_CKPT`), so before and after
-differ only by the training. Runs go seed by seed (every variant of seed 1,
-then seed 2...), so a cut-off invocation leaves balanced seeds. Prints one
-table (mean +- sample standard deviation over seeds, and each seed) and a
-final JSON line; `--report_only` tabulates what is finished without training.
-Finished runs and reports in `--work_dir` are reused, so an interrupted
-invocation resumes.
+From each starting encoder, `cmlm` (a CMLM run of the garden; by default
+the CMLM arm of experiments/cmlm_vs_mlm.py, seed 1: cmlm/demo's encoder,
+2 layers, hidden 128, max pooling) and `minilm` (all-MiniLM-L6-v2 imported
+with `cmlm import`), for each seed of `--seeds` (`task.seed`: data order,
+dropout masks, the MLP's and the fusioner's initialisation), trains with
+the `*/tiny` recipes (the start's encoder and pooling, SimCSE's
+training-only MLP on every arm; learning rate 1e-4 from the CMLM run, 3e-5
+from MiniLM) on the de-duplicated sentences of shipped English text (not
+STS-B), batch 32, length 32:
+  * `CMLM-CSE` (`cmlm_cse/...`, lambda 0.005, 15% masking) for `--*_steps`;
+    per sentence the encoder runs twice (the two dropout views, with
+    gradient), the frozen extractor reads x' through K of the N layers
+    (no gradient) and the 3-block fusioner reads it (with gradient):
+    2 + (K + 3) / N encoder passes (4 for the 2-layer CMLM run, K = 1;
+    3.17 for MiniLM, K = 4 of 6);
+  * `SimCSE` (the control) and `SimCSE no dropout` (the collapse check):
+    2 passes per sentence, so as many more steps as give the same passes
+    (2x for the CMLM run, 1.58x for MiniLM; the learning rate decays over
+    each arm's own steps);
+and evaluates the start and every run on STS-B dev and SICK-R trial
+(Spearman x 100, `evidence_measures`), every sentence cut at 32 tokens (the
+start read through a trained run's config, so start and runs differ by
+the training only).
 
-  python projects/simcse_cse/evidence.py --minilm=runs/minilm --cmlm=runs/cmlm_tiny_for_cse
+Prints one table per start (mean ± std over seeds, each arm's difference
+to SimCSE with its paired bootstrap 95% interval over seeds and pairs) and
+writes `<work_dir>/<start>/cse_evidence.json`; each (arm, seed) is cached in
+`<work_dir>/<start>/<arm>/seed<S>/`, so `--starts`, `--arms` and `--seeds`
+split the work.
+
+  python projects/simcse_cse/evidence.py [--cmlm=RUN] [--minilm=RUN]
+      [--starts=cmlm,minilm] [--seeds=1,2,3] [--work_dir=runs/cse_evidence]
 """
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PYTHON = sys.executable
-TASKS = ("sts-b", "sick-r")
+sys.path.insert(0, ROOT)
+
+
+from cmlm.evaluation import encoders  # noqa: E402
+from cmlm.evaluation import runner  # noqa: E402
+from cmlm.experiments import evidence_measures  # noqa: E402
+from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
+from cmlm.experiments.command_runs import cmlm  # noqa: E402
+from cmlm.experiments.command_runs import import_minilm  # noqa: E402
+from cmlm.projects.simcse_cse import registry_imports  # noqa: E402,F401  (reads its runs)
+from cmlm.projects.simcse_cse.cmlm_cse_layers import default_extractor_layers  # noqa: E402
+from cmlm.training import checkpoints  # noqa: E402
+from cmlm.training import run_dir  # noqa: E402
+
 DEFAULT_CORPUS = os.path.join(ROOT, "data", "corpus_en")
+SEQ_LENGTH = 32
+FUSIONER_LAYERS = 3
+START, CONTROL, CMLM_CSE, NO_DROPOUT = ("start", "SimCSE", "CMLM-CSE",
+                                        "SimCSE no dropout")
+ARMS = (START, CONTROL, CMLM_CSE, NO_DROPOUT)
+MEASURES = ("sts-b", "sick-r")
+STARTS = ("cmlm", "minilm")
 
 
-def _run(args, log_path):
-  """Runs `python -m cmlm ARGS` at low priority; fails loudly with its log."""
-  started = time.time()
-  with open(log_path, "w", encoding="utf-8") as log:
-    code = subprocess.call(["nice", "-n", "19", PYTHON, "-m", "cmlm", *args],
-                           cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-  if code:
-    raise SystemExit(f"cmlm {' '.join(args)} failed (exit {code}); see "
-                     f"{log_path}")
-  return time.time() - started
-
-
-def evaluate(model, report_dir, checkpoint=None, report_only=False):
-  """{task: Spearman x 100} of `model` (a run directory), cached.
-
-  With `checkpoint`, that checkpoint's `encoder` item read through `model`'s
-  config (tokenization, length). None when `report_only` and not cached.
-  """
-  path = os.path.join(report_dir, "report.json")
-  if not os.path.exists(path):
-    if report_only:
-      return None
-    os.makedirs(report_dir, exist_ok=True)
-    _run(["eval", f"--model={model}", f"--tasks={','.join(TASKS)}",
-          f"--report_dir={report_dir}"] +
-         ([f"--checkpoint={checkpoint}"] if checkpoint else []),
-         os.path.join(report_dir, "eval.log"))
-  with open(path, encoding="utf-8") as f:
-    tasks = json.load(f)["tasks"]
-  return {task: tasks[task]["spearman"] for task in TASKS}
-
-
-def train(experiment, model_dir, overrides):
-  """Trains unless `model_dir` already holds the final checkpoint."""
-  if os.path.exists(os.path.join(model_dir, "done")):
-    return
-  os.makedirs(model_dir, exist_ok=True)
-  seconds = _run(["train", f"--experiment={experiment}",
-                  f"--model_dir={model_dir}", "--strategy=one_device",
-                  "--params_override=" + ",".join(overrides)],
-                 os.path.join(model_dir, "train.log"))
-  with open(os.path.join(model_dir, "done"), "w") as f:
-    f.write(f"{seconds:.0f}\n")
-
-
-def variants(seeds):
-  """(label, family, seed, dropout) of every run from one encoder, by seed."""
-  for seed in seeds:
-    yield "simcse", "simcse", seed, True
-    yield "cmlm_cse", "cmlm_cse", seed, True
-    yield "simcse_no_dropout", "simcse", seed, False
-
-
-def main():
+def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--minilm", default="runs/minilm",
-                      help="the imported all-MiniLM-L6-v2 run")
-  parser.add_argument("--cmlm", default="runs/cmlm_tiny_for_cse",
-                      help="a cmlm/tiny run of the garden")
+  parser.add_argument("--cmlm", default=os.path.join(
+      ROOT, "runs", "cmlm_vs_mlm", "CMLM", "seed1", "run"),
+      help="a CMLM run of the garden")
+  parser.add_argument("--minilm", default="",
+                      help="an import of all-MiniLM-L6-v2 (default: "
+                      "imported into the work dir)")
   parser.add_argument("--corpus", default=DEFAULT_CORPUS,
                       help="running English text (read as 'corpus')")
-  parser.add_argument("--minilm_steps", type=int, default=100)
-  parser.add_argument("--cmlm_steps", type=int, default=300)
+  parser.add_argument("--cmlm_steps", type=int, default=300,
+                      help="CMLM-CSE's steps from the CMLM run")
+  parser.add_argument("--minilm_steps", type=int, default=60,
+                      help="CMLM-CSE's steps from MiniLM")
   parser.add_argument("--batch_size", type=int, default=32)
-  parser.add_argument("--minilm_seeds", default="1,2,3")
-  parser.add_argument("--cmlm_seeds", default="1,2,3")
-  parser.add_argument("--work_dir", default="runs/cse_evidence")
-  parser.add_argument("--starts", default="minilm,cmlm_tiny",
+  parser.add_argument("--work_dir", default=os.path.join(ROOT, "runs",
+                                                         "cse_evidence"))
+  parser.add_argument("--starts", default=",".join(STARTS),
                       help="which starting encoders, in this order")
-  parser.add_argument("--report_only", action="store_true",
-                      help="tabulate finished runs; train and evaluate none")
-  args = parser.parse_args()
-  seeds = {"minilm": [int(s) for s in args.minilm_seeds.split(",")],
-           "cmlm_tiny": [int(s) for s in args.cmlm_seeds.split(",")]}
-  starts = {"minilm": (args.minilm, "bert_base", args.minilm_steps, 3e-5),
-            "cmlm_tiny": (args.cmlm, "tiny", args.cmlm_steps, 1e-4)}
-  starts = {name: starts[name] for name in args.starts.split(",")}
-  for name, (path, _, _, _) in starts.items():
-    if not os.path.exists(os.path.join(path, "params.yaml")):
-      raise SystemExit(f"--{name.split('_')[0]}={path} is not a run "
-                       "directory (no params.yaml); see the docstring.")
-  results = {}
-  for start, (path, size, steps, learning_rate) in starts.items():
-    work = os.path.join(args.work_dir, start)
-    results[start] = {"steps": steps, "before": None, "runs": {}}
-    for label, family, seed, dropout in variants(seeds[start]):
-      model_dir = os.path.join(work, f"{label}_seed{seed}")
-      data = f"task.objectives.{family}.train_data"
-      overrides = [
-          f"task.init_checkpoint={path}", f"trainer.train_steps={steps}",
-          "trainer.steps_per_loop=50", "trainer.summary_interval=50",
-          f"trainer.checkpoint_interval={steps}",
-          f"trainer.validation_interval={steps}",
-          # Equal steps: the last checkpoint is compared, no selection.
-          "trainer.best_checkpoint_eval_metric=",
-          "trainer.optimizer_config.learning_rate.polynomial."
-          f"initial_learning_rate={learning_rate}",
-          "trainer.optimizer_config.learning_rate.polynomial."
-          f"decay_steps={steps}",
-          f"{data}.input_path={args.corpus}", f"{data}.format=corpus",
-          f"{data}.global_batch_size={args.batch_size}", f"{data}.seed={seed}",
-          "task.tokenization.seq_length=32"]
-      if not dropout:
-        overrides += ["task.model.encoder.dropout_rate=0.0",
-                      "task.model.encoder.attention_dropout_rate=0.0"]
-      if args.report_only and not os.path.exists(
-          os.path.join(model_dir, "done")):
-        continue
-      train(f"{family}/{size}", model_dir, overrides)
-      if results[start]["before"] is None:
-        # The start's encoder through this run's config: same length, vocab.
-        results[start]["before"] = evaluate(
-            model_dir, os.path.join(work, "before_len32"),
-            checkpoint=tf_latest_checkpoint(path),
-            report_only=args.report_only)
-        if results[start]["before"] is not None:
-          print(f"{start} before: {results[start]['before']}", flush=True)
-      scores = evaluate(model_dir, os.path.join(model_dir, "eval"),
-                        report_only=args.report_only)
-      if scores is None:
-        continue
-      results[start]["runs"].setdefault(label, []).append(
-          dict(seed=seed, **scores))
-      print(f"{start} {label} seed {seed}: {scores}", flush=True)
-  print_table(results)
-  print(json.dumps(summary(results)))
+  protocol.add_arguments(parser, ARMS)
+  args = parser.parse_args(argv)
+  args.starts = [s.strip() for s in args.starts.split(",") if s.strip()]
+  if not args.starts or set(args.starts) - set(STARTS):
+    parser.error(f"--starts must be some of {','.join(STARTS)}.")
+  try:
+    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
+  except ValueError as error:
+    parser.error(str(error))
+  return args
 
 
-def tf_latest_checkpoint(model_dir):
-  """The latest checkpoint prefix of a run (its `checkpoint` file's)."""
-  with open(os.path.join(model_dir, "checkpoint"), encoding="utf-8") as f:
-    for line in f:
-      if line.startswith("model_checkpoint_path:"):
-        name = line.split(":", 1)[1].strip().strip('"')
-        return name if os.path.isabs(name) else os.path.join(model_dir, name)
-  raise SystemExit(f"{model_dir} holds no checkpoint.")
+def encoder_layers(start_dir) -> int:
+  return run_dir.load_params(start_dir).task.model.encoder.num_layers
 
 
-def _mean_spread(values):
-  spread = statistics.stdev(values) if len(values) > 1 else 0.0
-  return statistics.fmean(values), spread
+def cmlm_cse_passes(layers: int) -> float:
+  """Encoder passes per sentence of CMLM-CSE (see the module doc)."""
+  return 2 + (default_extractor_layers(layers) + FUSIONER_LAYERS) / layers
 
 
-def summary(results):
-  out = {}
-  for start, result in results.items():
-    out[start] = {"steps": result["steps"], "before": result["before"]}
-    for label, runs in result["runs"].items():
-      out[start][label] = {task: dict(zip(
-          ("mean", "std", "runs"),
-          (*_mean_spread([r[task] for r in runs]), [r[task] for r in runs])))
-                           for task in TASKS}
-  return out
+def arm_steps(name, cse_steps, layers) -> int:
+  """Each arm's steps for CMLM-CSE's encoder passes."""
+  if name == CMLM_CSE:
+    return cse_steps
+  return round(cse_steps * cmlm_cse_passes(layers) / 2)
 
 
-def print_table(results):
-  print("\nSpearman x 100, STS-B dev and SICK-R (SICK_trial.txt), every "
-        "sentence cut at 32 tokens (the training length); mean ± sample std "
-        "over seeds (each seed).")
-  print(f"\n| start | objective | steps | {' | '.join(TASKS)} |")
-  print("|---|---|---:|" + "---:|" * len(TASKS))
-  for start, result in results.items():
-    before = " | ".join(
-        f"{result['before'][t]:.2f}" if result["before"] else "not run"
-        for t in TASKS)
-    print(f"| {start} | (before) | 0 | {before} |")
-    for label, runs in result["runs"].items():
-      cells = []
-      for task in TASKS:
-        mean, spread = _mean_spread([r[task] for r in runs])
-        each = ", ".join(f"{r[task]:.2f}" for r in runs)
-        cells.append(f"{mean:.2f} ± {spread:.2f} ({each})" if len(runs) > 1
-                     else f"{mean:.2f}")
-      print(f"| {start} | {label} | {result['steps']} | "
-            f"{' | '.join(cells)} |")
+def compute(name, cse_steps, layers, batch) -> protocol.Compute:
+  steps = arm_steps(name, cse_steps, layers)
+  work = [protocol.Work("two dropout views", batch, SEQ_LENGTH, 2)]
+  if name == CMLM_CSE:
+    k = default_extractor_layers(layers)
+    work += [protocol.Work(f"x' through the extractor ({k}/{layers} "
+                           "layers, no gradient)", batch, SEQ_LENGTH,
+                           k / layers, 0),
+             protocol.Work(f"x' through the fusioner ({FUSIONER_LAYERS} "
+                           "blocks)", batch, SEQ_LENGTH,
+                           FUSIONER_LAYERS / layers)]
+  return protocol.Compute(steps, tuple(work))
+
+
+def arms(cse_steps, layers, batch):
+  return [protocol.Arm(START, None, description="the start itself")] + [
+      protocol.Arm(name, compute(name, cse_steps, layers, batch),
+                   control=name == CONTROL)
+      for name in (CONTROL, CMLM_CSE, NO_DROPOUT)]
+
+
+def overrides(name, start_dir, steps, seed, args, learning_rate):
+  family = "cmlm_cse" if name == CMLM_CSE else "simcse"
+  data = f"task.objectives.{family}.train_data"
+  values = [
+      f"task.seed={seed}", f"task.init_checkpoint={start_dir}",
+      f"trainer.train_steps={steps}",
+      "trainer.steps_per_loop=50", "trainer.summary_interval=50",
+      f"trainer.checkpoint_interval={steps}",
+      f"trainer.validation_interval={steps}",
+      # Equal compute: the last checkpoint is compared, no selection.
+      "trainer.best_checkpoint_eval_metric=",
+      "trainer.optimizer_config.learning_rate.polynomial."
+      f"initial_learning_rate={learning_rate}",
+      "trainer.optimizer_config.learning_rate.polynomial."
+      f"decay_steps={steps}",
+      f"{data}.input_path={args.corpus}", f"{data}.format=corpus",
+      f"{data}.global_batch_size={args.batch_size}",
+      f"task.tokenization.seq_length={SEQ_LENGTH}"]
+  if name == NO_DROPOUT:
+    values += ["task.model.encoder.dropout_rate=0.0",
+               "task.model.encoder.attention_dropout_rate=0.0"]
+  # The tiny recipes keep the start's pooling (bert_base's would force
+  # [CLS] on an encoder trained for another read-out).
+  return f"{family}/tiny", values
+
+
+def evaluate(model_dir, checkpoint=None):
+  encoder = encoders.load_encoder(model_dir, checkpoint, show_progress=False)
+  return evidence_measures.evaluate(encoder, MEASURES,
+                                    runner.DEFAULT_DATA_DIR)
+
+
+def start_dir_of(start, args):
+  if start == "cmlm":
+    return args.cmlm
+  path = args.minilm or os.path.join(args.work_dir, "minilm_import")
+  if not os.path.exists(os.path.join(path, "params.yaml")):
+    import_minilm(path, seq_length=SEQ_LENGTH)
+  return path
+
+
+def run_start(start, args):
+  """Every chosen (arm, seed) from one start, then its table."""
+  cse_steps = args.minilm_steps if start == "minilm" else args.cmlm_steps
+  learning_rate = 3e-5 if start == "minilm" else 1e-4
+  work = os.path.join(args.work_dir, start)
+  store = protocol.UnitStore(work)
+  start_dir = args.cmlm if start == "cmlm" else (
+      args.minilm or os.path.join(args.work_dir, "minilm_import"))
+  if not args.report_only:
+    start_dir = start_dir_of(start, args)
+  if not os.path.exists(os.path.join(start_dir, "params.yaml")):
+    raise SystemExit(f"The {start} start {start_dir} is not a run directory "
+                     "(no params.yaml); train it first (see the docstring).")
+  layers = encoder_layers(start_dir)
+  all_arms = arms(cse_steps, layers, args.batch_size)
+  protocol.check_equal_compute(all_arms)
+  if not args.report_only:
+    for seed in args.seeds:
+      for name in args.arms:
+        if store.load(name, seed) is not None:
+          continue
+        if name == START:
+          first = store.load(CONTROL, seed) or store.load(CMLM_CSE, seed)
+          if first is None:
+            continue  # read through a trained run's config: train one first
+          run = os.path.join(store.directory(first["arm"], seed), "run")
+          store.save(START, seed, {"measures": evaluate(
+              run, checkpoints.resolve(start_dir)), "arm": START})
+          continue
+        steps = arm_steps(name, cse_steps, layers)
+        experiment, values = overrides(name, start_dir, steps, seed, args,
+                                       learning_rate)
+        model_dir = os.path.join(store.directory(name, seed), "run")
+        print(f"\n== {start} {name}, seed {seed}: "
+              f"{compute(name, cse_steps, layers, args.batch_size).describe()}",
+              flush=True)
+        began = time.perf_counter()
+        cmlm("train", f"--experiment={experiment}", "--mode=train",
+             f"--model_dir={model_dir}", "--strategy=one_device",
+             "--params_override=" + ",".join(values))
+        seconds = time.perf_counter() - began
+        store.save(name, seed, {"measures": evaluate(model_dir),
+                                "train_seconds": seconds, "arm": name})
+        if store.load(START, seed) is None and START in args.arms:
+          store.save(START, seed, {"measures": evaluate(
+              model_dir, checkpoints.resolve(start_dir)), "arm": START})
+  results = store.results(all_arms, args.seeds)
+  return protocol.report(
+      f"CMLM-CSE vs SimCSE from {start} ({start_dir}, {layers} layers): "
+      "STS-B dev and SICK-R trial, Spearman x 100, sentences cut at 32 "
+      "tokens", all_arms, list(MEASURES), results,
+      os.path.join(work, "cse_evidence.json"),
+      {"start": start_dir, "cmlm_cse_steps": cse_steps,
+       "batch_size": args.batch_size, "learning_rate": learning_rate,
+       "seeds": args.seeds, "corpus": args.corpus}, resamples=args.resamples)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  return {start: run_start(start, args) for start in args.starts}
 
 
 if __name__ == "__main__":

@@ -6,13 +6,19 @@ there gives its `task.model` and vocabulary (`training.train`'s
 `adopt_init_checkpoint_encoder`; dropout rates stay these experiments').
 
 - `simcse/tiny`, `cmlm_cse/tiny`: cmlm/tiny's encoder (start from a
-  `cmlm/tiny` run) on the embedded corpus's sentences, a few minutes on CPU.
+  `cmlm/tiny` run) on the embedded corpus's sentences, a few minutes on CPU;
+  SimCSE's training-only MLP on, the start's pooling.
 - `simcse/bert_base`, `cmlm_cse/bert_base`: section 4.1's recipe (that of
   unsupervised SimCSE): batch 64, Adam(W) at 3e-5 with linear decay, max
   length 32, tau 0.05, one epoch (15,625 steps = wiki1m's 1M sentences / 64;
-  set `trainer.train_steps` for another corpus); CMLM-CSE adds lambda 0.005,
-  15% masking, an 8-layer extractor and a 3-block fusioner. Give
-  `task.init_checkpoint` and `task.objectives.<name>.train_data.input_path`.
+  set `trainer.train_steps` for another corpus), the [CLS] state as the
+  sentence vector with SimCSE's MLP over it in training only (SimCSE's
+  unsupervised "cls" recipe: `--pooler_type cls --mlp_only_train`; the
+  evaluated and exported vector is [CLS] without the MLP; the pooling is
+  kept over the start's, `training.train.adopt_init_checkpoint_encoder`);
+  CMLM-CSE adds lambda 0.005, 15% masking, an 8-layer extractor and a
+  3-block fusioner. Give `task.init_checkpoint` and
+  `task.objectives.<name>.train_data.input_path`.
   Model selection as the paper's: STS-B dev Spearman every 125 steps, the
   best checkpoint kept in `<model_dir>/best` (`trainer.best_checkpoint_*`,
   training/best_checkpoint.py; `python -m cmlm train` scores it).
@@ -80,7 +86,7 @@ def _tiny(objective_cls) -> cfg.ExperimentConfig:
   """cmlm/tiny's encoder on the embedded corpus's sentences."""
   base = cmlm_experiments.cmlm_tiny()
   objective = objective_cls(train_data=_data(
-      cmlm_experiments.EMBEDDED_CORPUS, 32, "corpus"))
+      cmlm_experiments.EMBEDDED_CORPUS, 32, "corpus"), train_only_mlp=True)
   tokenization = TokenizationConfig(
       vocab_file=cmlm_experiments.EMBEDDED_VOCAB, lower_case=True,
       seq_length=32)
@@ -97,7 +103,9 @@ def _bert_base(objective_cls) -> cfg.ExperimentConfig:
       num_attention_heads=12, intermediate_size=3072,
       max_position_embeddings=512, dropout_rate=0.1,
       attention_dropout_rate=0.1)
-  objective = objective_cls(train_data=_data("", 64, "lines"))
+  model.pooling = "cls"  # SimCSE's unsupervised recipe: [CLS], ...
+  objective = objective_cls(train_data=_data("", 64, "lines"),
+                            train_only_mlp=True)  # ... MLP in training only
   return _experiment(objective, model,
                      TokenizationConfig(lower_case=True, seq_length=32),
                      train_steps=BERT_BASE_EPOCH_STEPS, learning_rate=3e-5,

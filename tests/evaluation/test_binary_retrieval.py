@@ -26,6 +26,24 @@ def test_hamming_and_jaccard_of_a_hand_made_example():
     binary_retrieval.binary_scores(a, b, "cosine")
 
 
+def test_ties_rank_at_their_mean_place_not_first():
+  # Hamming: the gold (candidate 0) and candidate 1 are both 1 bit away.
+  query = np.array([[1, 1, 0, 0]], np.float32)
+  candidates = np.array([[1, 1, 1, 0], [1, 1, 0, 1], [0, 0, 1, 1]],
+                        np.float32)
+  # A first-wins argmax would give the gold (placed first) the whole credit.
+  assert binary_retrieval.binary_retrieval_accuracy(
+      query, candidates, "hamming") == pytest.approx(50.0)
+  # A collapsed encoder (every code empty) ranks at chance, 1 in n.
+  empty = np.zeros([4, 6], np.float32)
+  for similarity in binary_retrieval.SIMILARITIES:
+    assert binary_retrieval.binary_retrieval_accuracy(
+        empty, empty, similarity) == pytest.approx(25.0)
+  # A tied copy of the gold text counts as the gold.
+  assert binary_retrieval.binary_retrieval_accuracy(
+      query, candidates, "hamming", ["x", "x", "y"]) == pytest.approx(100.0)
+
+
 @pytest.mark.parametrize("similarity", binary_retrieval.SIMILARITIES)
 def test_paired_scores_are_the_diagonal_of_the_pairwise_ones(similarity):
   codes = (np.random.default_rng(0).random([2, 7, 12]) > 0.7).astype(

@@ -152,3 +152,14 @@ def test_principal_component_removal_removes_the_shared_direction():
   first = np.linalg.svd(removed, full_matrices=False)[2][0]
   before = np.linalg.svd(embeddings, full_matrices=False)[2][0]
   assert abs(first @ before) < 1e-3  # that component is gone
+
+
+def test_tatoeba_ties_share_their_places_whatever_the_order():
+  # Every sentence gets one vector: a collapsed encoder finds 1 in n.
+  constant = lookup_encoder({s: [1.0, 0.0] for s in "abcdwxyz"})
+  result = retrieval.tatoeba_accuracy(constant, list("abcd"), list("wxyz"))
+  assert result["accuracy"] == pytest.approx(25.0)
+  # The gold tied with one other candidate, placed first: half the credit.
+  credits = retrieval.top1_credits(np.array([[1.0, 0.0]]),
+                                   np.array([[2.0, 0.0], [3.0, 0.0]]))
+  np.testing.assert_allclose(credits, [0.5])

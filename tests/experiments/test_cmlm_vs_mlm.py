@@ -2,19 +2,25 @@
 from cmlm.experiments import cmlm_vs_mlm
 
 
-def test_mlm_gets_twice_the_batch_and_no_conditioning_for_equal_compute():
-  cmlm = cmlm_vs_mlm.experiment(True, steps=10, batch_size=8)
-  mlm = cmlm_vs_mlm.experiment(False, steps=10, batch_size=8)
+def test_mlm_reads_as_many_token_positions_as_cmlm_and_no_conditioning():
+  cmlm = cmlm_vs_mlm.experiment(True, steps=10, batch_size=32, seed=4)
+  mlm = cmlm_vs_mlm.experiment(False, steps=10, batch_size=32, seed=4)
   cmlm_data = cmlm.task.objectives.cmlm.train_data
   mlm_data = mlm.task.objectives.cmlm.train_data
-  # Encoder passes per step: CMLM reads s1 and s2, MLM s2 alone.
-  assert 2 * cmlm_data.global_batch_size == mlm_data.global_batch_size
+  # CMLM reads s1 (48) and s2 with 15 projections (63); MLM s2 alone (48).
+  assert mlm_data.global_batch_size == 74  # 32 x (2 x 48 + 15) / 48
+  assert (cmlm_vs_mlm.compute(cmlm).token_passes
+          == cmlm_vs_mlm.compute(mlm).token_passes == 10 * 32 * 111)
   assert cmlm.trainer.train_steps == mlm.trainer.train_steps == 10
   assert cmlm.task.objectives.cmlm.condition
   assert not mlm.task.objectives.cmlm.condition
-  # Everything else is the same experiment.
+  # Everything else is the same experiment, the seed included.
   assert cmlm.task.model.as_dict() == mlm.task.model.as_dict()
   assert cmlm_data.input_path == mlm_data.input_path
+  assert cmlm.task.seed == mlm.task.seed == 4
+  args = cmlm_vs_mlm.parse_args(["--steps=10", "--pcr_sample=0"])
+  assert [a.name for a in cmlm_vs_mlm.arms(args) if a.control] == ["MLM"]
+  assert "sts-b+PCR" not in cmlm_vs_mlm.measures(args)
 
 
 def test_pcr_removes_the_shared_direction_fitted_on_training_sentences_only(

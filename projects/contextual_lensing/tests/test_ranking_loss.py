@@ -62,3 +62,32 @@ def test_two_replicas_with_half_batches_equal_one_replica_with_the_batch(
       mirrored, build, (source, target))
   assert two_loss == pytest.approx(one_loss, rel=1e-5)
   np.testing.assert_allclose(two_gradient, one_gradient, rtol=1e-4, atol=1e-6)
+
+
+def test_a_duplicated_pair_in_the_batch_is_not_a_negative(two_cpu_strategies):
+  # Rows 0 and 2 share their English side (ids [7, 8]); row 2's target is
+  # as near source 0 as its own target: without the mask it violates.
+  source_ids = tf.constant([[7, 8], [5, 6], [7, 8], [9, 9]])
+  target_ids = tf.constant([[1, 2], [3, 4], [1, 3], [2, 2]])
+  duplicates = ranking_loss.duplicate_pairs(source_ids, target_ids)
+  np.testing.assert_array_equal(duplicates.numpy(), [
+      [1, 0, 1, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 1]])
+  source = tf.constant([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [-1.0, 0.0]])
+  target = tf.constant([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [-1.0, 0.0]])
+  masked = ranking_loss.max_violation_loss(source, target, 0.2,
+                                           duplicates=duplicates)
+  assert float(masked) == pytest.approx(0.0, abs=1e-6)
+  unmasked = ranking_loss.max_violation_loss(source, target, 0.2)
+  assert float(unmasked) == pytest.approx(4 * 0.2 / 4)  # rows 0 and 2, 2 ways
+  # The same across two replicas, the duplicate in the other half.
+  one_device, mirrored = two_cpu_strategies
+  build = lambda: ranking_loss.cross_replica_max_violation_loss
+  for strategy in (one_device, mirrored):
+    loss, _ = helpers.replicated_loss_and_gradient(
+        strategy, lambda: (lambda a, b, s, t: build()(a, b, 0.2, s, t)),
+        (source, target, source_ids, target_ids), dim=2)
+    assert loss == pytest.approx(0.0, abs=1e-6)
+    unmasked, _ = helpers.replicated_loss_and_gradient(
+        strategy, lambda: (lambda a, b: build()(a, b, 0.2)),
+        (source, target), dim=2)
+    assert unmasked > 0.1

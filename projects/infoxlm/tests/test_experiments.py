@@ -25,6 +25,22 @@ def test_base_is_the_papers_recipe():
   assert optimizer.optimizer.adamw.beta_2 == 0.98
 
 
+def test_base_clips_gradients_to_global_norm_one():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.modeling.optimization import optimizer_factory  # pylint: disable=g-import-not-at-top
+  config = exp_factory.get_exp_config("infoxlm/base").trainer.optimizer_config
+  assert config.optimizer.adamw.gradient_clip_norm == 1.0  # table 10
+  factory = optimizer_factory.OptimizerFactory(config)
+  optimizer = factory.build_optimizer(factory.build_learning_rate())
+  variable = tf.Variable([0.0, 0.0])
+  optimizer.apply_gradients([(tf.constant([60.0, 80.0]), variable)])
+  # Adam's second moment holds the clipped gradient (norm 100 -> 1).
+  second_moment = optimizer.get_slot(variable, "v").numpy()
+  np.testing.assert_allclose(second_moment, (1 - 0.98) * np.array(
+      [0.6, 0.8]) ** 2, rtol=1e-4)
+
+
 def test_tiny_reads_the_offline_data():
   params = exp_factory.get_exp_config("infoxlm/tiny")
   objectives = params.task.objectives

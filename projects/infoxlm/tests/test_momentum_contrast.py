@@ -69,7 +69,39 @@ def test_enqueue_is_fifo_with_wrap_around():
 
 def test_momentum_update_moves_the_key_towards_the_query():
   key, query = tf.Variable([1.0, 2.0]), tf.Variable([3.0, -2.0])
-  momentum_contrast.momentum_update([key], [query], 0.75)
+  momentum_contrast.momentum_update([(key, query)], 0.75)
   np.testing.assert_allclose(key.numpy(), [1.5, 1.0])
-  momentum_contrast.momentum_update([key], [query], 0.0)
+  momentum_contrast.momentum_update([(key, query)], 0.0)
   np.testing.assert_allclose(key.numpy(), query.numpy())
+
+
+def test_the_momentum_pairing_survives_a_shuffled_variable_order():
+  # Two attention layers: query, key and value kernels all share one shape,
+  # so a positional pairing of a reordered list would pass a shape check.
+  from cmlm.modeling import model_builder  # pylint: disable=g-import-not-at-top
+  from cmlm.modeling import siamese_encoder  # pylint: disable=g-import-not-at-top
+  from tests import helpers  # pylint: disable=g-import-not-at-top
+  query_side = model_builder.build_siamese_encoder(
+      helpers.tiny_model_config()).transformer
+  key_side = siamese_encoder.deserialize_transformer(
+      siamese_encoder.serialize_transformer(query_side))
+  for variable in key_side.weights:
+    variable.assign(tf.zeros_like(variable))
+  named_query = momentum_contrast.named_variables({"transformer": query_side})
+  named_key = momentum_contrast.named_variables({"transformer": key_side})
+  order = np.random.default_rng(0).permutation(len(named_query))
+  shuffled = dict([list(named_query.items())[i] for i in order])
+  assert list(shuffled) != list(named_query)
+  pairs = momentum_contrast.pair_by_name(named_key, shuffled)
+  momentum_contrast.momentum_update(pairs, 0.5)
+  for name, key in named_key.items():
+    np.testing.assert_allclose(key.numpy(), 0.5 * named_query[name].numpy(),
+                               atol=1e-7)
+  # By position, the shuffled list would pair some key variable with a
+  # query variable of another name and the same shape, unnoticed.
+  assert any(k != q and named_key[k].shape == shuffled[q].shape
+             for k, q in zip(named_key, shuffled))
+  with pytest.raises(ValueError, match="differ"):
+    momentum_contrast.pair_by_name(
+        {k: v for k, v in named_key.items() if "pooler" not in k},
+        named_query)

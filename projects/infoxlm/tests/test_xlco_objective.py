@@ -66,10 +66,13 @@ def test_key_side_starts_equal_then_follows_by_momentum_without_gradient():
   model = task.build_model()
   state = model.states["xlco"]
   objective = task.objectives["xlco"]
-  query_variables = objective.query_variables(model.encoder,
-                                              model.heads["xlco"])
+  pairs = state.paired_with(objective.query_variables(model.encoder,
+                                                      model.heads["xlco"]))
+  keys = [key for key, _ in pairs]
+  query_variables = [query for _, query in pairs]
+  assert len(pairs) == len(state.key_variables)
   before = _values(query_variables)
-  for key, query in zip(_values(state.key_variables), before):
+  for key, query in zip(_values(keys), before):
     np.testing.assert_array_equal(key, query)
   trainable = {v.ref() for v in model.trainable_variables}
   assert not any(v.ref() in trainable for v in state.key_variables)
@@ -79,13 +82,12 @@ def test_key_side_starts_equal_then_follows_by_momentum_without_gradient():
   # loss); the second is the one checked.
   _step(task, model, optimizer, _pairs(0))
   before = _values(query_variables)
-  old_keys = _values(state.key_variables)
+  old_keys = _values(keys)
   _, key_gradients = _step(task, model, optimizer, _pairs(1))
   assert all(g is None for g in key_gradients)
   after = _values(query_variables)
   changed = 0
-  for key, old_key, old, new in zip(_values(state.key_variables), old_keys,
-                                    before, after):
+  for key, old_key, old, new in zip(_values(keys), old_keys, before, after):
     np.testing.assert_allclose(key, 0.9 * old_key + 0.1 * new, atol=1e-6)
     changed += not np.allclose(old, new)
   assert changed > 10  # the query side did move
@@ -101,12 +103,12 @@ def test_a_run_started_from_another_encoder_keys_with_that_encoder(
   model = task.build_model()
   task.initialize(model)  # restores the encoder, then `after_initialize`
   objective = task.objectives["xlco"]
-  query = _values(objective.query_variables(model.encoder,
-                                            model.heads["xlco"]))
-  np.testing.assert_array_equal(query[0],
-                                source.encoder.transformer.weights[0].numpy())
-  for key, value in zip(_values(model.states["xlco"].key_variables), query):
-    np.testing.assert_array_equal(key, value)
+  np.testing.assert_array_equal(
+      model.encoder.transformer.weights[0].numpy(),
+      source.encoder.transformer.weights[0].numpy())
+  for key, query in model.states["xlco"].paired_with(
+      objective.query_variables(model.encoder, model.heads["xlco"])):
+    np.testing.assert_array_equal(key.numpy(), query.numpy())
   # A checkpoint that holds the state (a later XLCo stage) keeps its keys.
   model.states["xlco"].updates.assign(3)
   first_key = model.states["xlco"].key_variables[0]
@@ -135,9 +137,8 @@ def test_momentum_zero_makes_the_key_encoder_the_query_encoder():
     _step(task, model, optimizer, _pairs(seed))
   query = task.objectives["xlco"].query_variables(model.encoder,
                                                   model.heads["xlco"])
-  for key, value in zip(_values(model.states["xlco"].key_variables),
-                        _values(query)):
-    np.testing.assert_allclose(key, value, atol=1e-7)
+  for key, value in model.states["xlco"].paired_with(query):
+    np.testing.assert_allclose(key.numpy(), value.numpy(), atol=1e-7)
 
 
 def test_queue_is_fifo_with_wrap_around_and_never_holds_its_own_keys():

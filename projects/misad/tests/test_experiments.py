@@ -19,7 +19,8 @@ def test_bert_base_is_the_paper_recipe():
   assert params.trainer.optimizer_config.warmup.linear.warmup_steps == (
       params.trainer.train_steps // 10)
   assert (misad.mlm_weight, misad.misad_weight) == (1.0, 1.0)
-  assert misad.normalization == "unit"
+  assert misad.normalization == "unit_renormalized_sum"
+  assert misad.sentence_embedding == "cls_pooler"  # [CLS] pooled output
   assert misad.ngram_selection == "lowest_mlm_score"
 
 

@@ -63,3 +63,34 @@ def test_unknown_normalization_is_an_error():
   ngram, rest = _vectors()
   with pytest.raises(ValueError, match="normalization must be one of"):
     misad_loss.misad_loss(ngram, rest, rest, "l2")
+
+
+@pytest.mark.parametrize("degrees", [0, 30, 60, 90, 120, 150])
+def test_default_is_zero_wherever_the_vector_equation_holds(degrees):
+  # E^w and E^R at any angle, E^S = E^w + E^R (eq. 2): the loss the paper
+  # intends is 0 there. The literal unit form is 0 only at 120 degrees.
+  angle = np.radians(degrees)
+  ngram = tf.constant([[1.0, 0.0, 0.0]])
+  rest = tf.constant([[np.cos(angle), np.sin(angle), 0.0]], tf.float32)
+  sentence = ngram + rest
+  assert float(misad_loss.misad_loss(ngram, rest, sentence)) == pytest.approx(
+      0.0, abs=1e-7)
+  literal = float(misad_loss.misad_loss(ngram, rest, sentence, "unit"))
+  if degrees == 120:
+    assert literal == pytest.approx(0.0, abs=1e-7)
+  else:
+    assert literal > 1e-3
+
+
+def test_default_does_not_pull_the_ngram_and_its_rest_apart():
+  # With E^S along E^w + E^R the default has no gradient on the angle
+  # between E^w and E^R; the literal form pushes them towards 120 degrees.
+  ngram = tf.Variable([[1.0, 0.0]])
+  rest = tf.Variable([[0.0, 1.0]])  # 90 degrees apart
+  for normalization, moves in (("unit_renormalized_sum", False),
+                               ("unit", True)):
+    with tf.GradientTape() as tape:
+      loss = misad_loss.misad_loss(ngram, rest, tf.stop_gradient(
+          ngram + rest), normalization)
+    gradient = tape.gradient(loss, rest).numpy()
+    assert (np.abs(gradient).max() > 1e-4) == moves, normalization

@@ -54,12 +54,15 @@ def _encoder_and_head(objective):
   return encoder, objective.build_head(encoder)
 
 
-@pytest.mark.parametrize("selection", ["random", "lowest_mlm_score"])
-def test_ngram_is_never_masked_and_r_is_s_without_w(vocab_file, selection):
+@pytest.mark.parametrize("selection,rest_input", [
+    ("random", "masked"), ("lowest_mlm_score", "masked"),
+    ("random", "unmasked")])
+def test_ngram_is_never_masked_and_r_is_s_without_w(vocab_file, selection,
+                                                     rest_input):
   # masking_rate 1: every token that may be masked is.
   objective = _objective(vocab_file, masking_rate=1.0,
                          max_predictions_per_seq=10,
-                         ngram_selection=selection)
+                         ngram_selection=selection, rest_input=rest_input)
   encoder, head = _encoder_and_head(objective)
   features = _features()
   ids = features["input_word_ids"].numpy()
@@ -81,12 +84,15 @@ def test_ngram_is_never_masked_and_r_is_s_without_w(vocab_file, selection):
                 if t > 3 and not start <= i < end]
       assert sorted(out["masked_lm_ids"].numpy()[row][weights[row] > 0]) == (
           sorted(others))
-      # R = S without w: |R| = |S| - |w| tokens, the rest in order.
+      # R = S without w: |R| = |S| - |w| tokens, the rest in order; by
+      # default cut from the masked S, so E^S and E^R read the same masks.
       rest = out["rest_inputs"]
       length = int(features["input_mask"].numpy()[row].sum())
       assert int(rest["input_mask"].numpy()[row].sum()) == (
           length - (end - start))
-      expected = np.concatenate([ids[row, :start], ids[row, end:length]])
+      source = masked if rest_input == "masked" else ids
+      expected = np.concatenate([source[row, :start],
+                                 source[row, end:length]])
       np.testing.assert_array_equal(
           rest["input_word_ids"].numpy()[row, :len(expected)], expected)
       # w alone: [CLS] w [SEP].
@@ -97,6 +103,54 @@ def test_ngram_is_never_masked_and_r_is_s_without_w(vocab_file, selection):
       assert int(ngram["input_mask"].numpy()[row].sum()) == end - start + 2
     # The unused slot of row 1 is never chosen.
     assert starts[1] == 2 and ends[1] == 4
+
+
+def test_sentence_embeddings_are_the_cls_pooler_of_each_input(vocab_file):
+  objective = _objective(vocab_file, ngram_selection="random")
+  encoder, head = _encoder_and_head(objective)
+  out = objective.call(encoder, head, None, _features(), training=False)
+  pooled = lambda inputs: head.pool(encoder(inputs)["sequence_output"])
+  sentence = dict(out["rest_inputs"],
+                  input_word_ids=out["masked_input_word_ids"],
+                  input_mask=_features()["input_mask"])
+  for key, inputs in (("sentence_embedding", sentence),
+                      ("rest_embedding", out["rest_inputs"]),
+                      ("ngram_embedding", out["ngram_inputs"])):
+    np.testing.assert_allclose(out[key].numpy(), pooled(inputs).numpy(),
+                               atol=1e-6)
+  # The encoder's own (mean-pooled) vector is another one.
+  assert not np.allclose(out["sentence_embedding"].numpy(),
+                         encoder(sentence)["default"].numpy(), atol=1e-3)
+  # The pooler trains with the objective; "encoder" and "cls" build none.
+  trainable = {w.ref() for w in head.trainable_weights}
+  assert all(w.ref() in trainable for w in head.pooler.weights)
+  assert not _objective(vocab_file, sentence_embedding="cls").build_head(
+      encoder).use_pooler
+
+
+def test_mlm_on_r_predicts_the_masked_tokens_where_r_holds_them(vocab_file):
+  objective = _objective(vocab_file, masking_rate=1.0,
+                         max_predictions_per_seq=10, rest_mlm_weight=1.0,
+                         ngram_selection="random")
+  encoder, head = _encoder_and_head(objective)
+  out = objective.call(encoder, head, None, _features(), training=True)
+  # Every token of S outside w sits in R at its shifted position.
+  masked = out["masked_input_word_ids"].numpy()
+  rest = out["rest_inputs"]["input_word_ids"].numpy()
+  lengths = _features()["input_mask"].numpy().sum(axis=1)
+  for row in range(2):
+    start = int(out["ngram_starts_chosen"][row])
+    end = int(out["ngram_ends_chosen"][row])
+    outside = [p for p in range(lengths[row]) if not start <= p < end]
+    shifted = misad.shift_past_span(
+        tf.constant([outside]), tf.constant([start]),
+        tf.constant([end])).numpy()[0]
+    np.testing.assert_array_equal(rest[row, shifted], masked[row, outside])
+  assert out["rest_mlm_logits"].shape == out["mlm_logits"].shape
+  with_rest = float(objective.compute_loss({}, out))
+  without = dict(out)
+  del without["rest_mlm_logits"]
+  assert with_rest > float(objective.compute_loss({}, without))
 
 
 def test_lowest_mlm_score_picks_the_worst_predicted_candidate(vocab_file):
@@ -191,6 +245,13 @@ def test_malformed_marked_line_names_file_and_line(vocab_file, tmp_path):
 
 
 def test_bad_settings_are_one_clear_error(vocab_file, tmp_path):
+  for config, match in (({"sentence_embedding": "mean"}, "sentence_embedding"),
+                        ({"rest_input": "both"}, "rest_input"),
+                        ({"rest_mlm_weight": 1.0, "rest_input": "unmasked"},
+                         "needs rest_input=masked")):
+    with pytest.raises(ValueError, match=match):
+      _objective(vocab_file, **config).check_data(misad_data.MisadDataConfig(
+          input_path=str(tmp_path / "x.txt")))
   marked = tmp_path / "marked.txt"
   marked.write_text("(new york) is big\n")
   objective = _objective(vocab_file, normalization="cosine")

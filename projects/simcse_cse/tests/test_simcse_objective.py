@@ -113,7 +113,11 @@ def test_experiments_are_registered_with_the_papers_recipe(name):
   objective = getattr(params.task.objectives, kind)
   assert objective.temperature == 0.05
   assert params.task.tokenization.seq_length == 32
+  # SimCSE's MLP over the sentence vector, in training only.
+  assert objective.train_only_mlp
   if name.endswith("bert_base"):
+    # Unsupervised SimCSE reads [CLS] ("--pooler_type cls --mlp_only_train").
+    assert params.task.model.pooling == "cls"
     assert objective.train_data.global_batch_size == 64
     assert params.trainer.optimizer_config.learning_rate.polynomial.\
         initial_learning_rate == 3e-5
@@ -125,6 +129,21 @@ def test_experiments_are_registered_with_the_papers_recipe(name):
     objectives = task_lib.build_objectives(params.task)
     assert objectives[kind].extractor_layers == (
         8 if name.endswith("bert_base") else 1)
+
+
+def test_bert_base_keeps_cls_pooling_over_a_mean_pooled_start(tiny_run):
+  from cmlm.training import train  # pylint: disable=g-import-not-at-top
+  model_dir, _ = tiny_run  # cmlm/tiny: mean pooling, hidden 16
+  params = exp_factory.get_exp_config("simcse/bert_base")
+  params.task.init_checkpoint = model_dir
+  train.adopt_init_checkpoint_encoder(params)
+  assert params.task.model.encoder.hidden_size == 16  # the start's encoder
+  assert params.task.model.pooling == "cls"  # the recipe's read-out
+  tiny = exp_factory.get_exp_config("simcse/tiny")
+  tiny.task.model.pooling = "mean"
+  tiny.task.init_checkpoint = model_dir
+  train.adopt_init_checkpoint_encoder(tiny)
+  assert tiny.task.model.pooling == "mean"
 
 
 def test_bert_base_recipes_select_their_best_checkpoint_on_sts_b_dev():

@@ -1,0 +1,422 @@
+"""One evidence protocol for every method's claim (issue 23).
+
+An evidence script compares *arms* (ways to train the same encoder) over
+*paired seeds*, against one *control* arm:
+
+  * paired seeds: seed s gives every arm the same start, data order, masks,
+    dropout stream and head initialisation (`task.seed`,
+    `training.train.seed_run`); each arm runs every seed (3 or more);
+  * equal compute: each trained arm states its encoder work as examples x
+    sequence length x forward passes per step, times the steps (`Compute`);
+    `check_equal_compute` refuses trained arms that differ by more than 2%;
+  * evaluation on dev data no arm trained on (the script names it in each
+    `Sample`'s measure; test sets stay untouched);
+  * for each measure and arm, the difference to the control with a paired
+    bootstrap 95% interval over seeds *and* evaluation examples (both arms
+    resampled with the same seeds and examples), and a sign test across
+    seeds (`compare`); a measure with no per-example values is resampled
+    over seeds only, which the table says;
+  * one printed table (mean +- sample std over seeds, the difference to the
+    control with its interval) and a JSON file (`report`).
+
+Per-(arm, seed) results are cached as JSON (`UnitStore`), so a script
+resumes, and runs arm x seed units in short jobs (`--arms`, `--seeds`).
+
+A sample of one measure for one (arm, seed) is a dict:
+  {"kind": "mean", "values": [...]}: per-example values, the statistic is
+    their mean times `scale` (accuracy credits, reciprocal ranks);
+  {"kind": "spearman", "predicted": [...], "gold": [...]}: Spearman x 100 of
+    per-pair similarities against gold scores (STS);
+  {"kind": "scalar", "value": x}: one number (no per-example resampling).
+"""
+import argparse
+import dataclasses
+import json
+import math
+import os
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy import stats
+
+from cmlm.data_pipelines.atomic_file import atomic_file
+
+MIN_SEEDS = 3
+COMPUTE_TOLERANCE = 0.02
+
+
+@dataclasses.dataclass(frozen=True)
+class Work:
+  """One kind of sequence an arm's training step reads through the encoder.
+
+  `forward_passes` counts full-encoder passes per example (a pass through
+  the lower K of L layers is K/L); `gradient_passes` how many of them carry
+  a gradient (default all).
+  """
+  what: str
+  examples_per_step: int
+  seq_length: int
+  forward_passes: float
+  gradient_passes: Optional[float] = None
+
+  @property
+  def tokens_per_step(self) -> float:
+    return self.examples_per_step * self.seq_length * self.forward_passes
+
+
+@dataclasses.dataclass(frozen=True)
+class Compute:
+  """An arm's training compute: `steps` steps of `work`."""
+  steps: int
+  work: Tuple[Work, ...]
+
+  @property
+  def token_passes(self) -> float:
+    """Examples x sequence length x forward passes, summed over the run."""
+    return self.steps * sum(w.tokens_per_step for w in self.work)
+
+  def describe(self) -> str:
+    parts = []
+    for w in self.work:
+      grad = ("" if w.gradient_passes is None else
+              f", {w.gradient_passes:g} with gradient")
+      parts.append(f"{w.what} {w.examples_per_step} x {w.seq_length} x "
+                   f"{w.forward_passes:g} pass{'es' if w.forward_passes != 1 else ''}{grad}")
+    return (f"{self.steps} steps x ({' + '.join(parts)}) = "
+            f"{self.token_passes / 1e6:.2f}M token passes")
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+  """One way to train; `compute` None: not trained (a start, a baseline)."""
+  name: str
+  compute: Optional[Compute]
+  control: bool = False
+  description: str = ""
+
+
+def check_arms(arms: Sequence[Arm]) -> Arm:
+  """The control arm; one clear error unless there is exactly one and the
+  names are distinct."""
+  names = [arm.name for arm in arms]
+  if len(set(names)) != len(names):
+    raise ValueError(f"Arm names must be distinct, got {', '.join(names)}.")
+  controls = [arm for arm in arms if arm.control]
+  if len(controls) != 1:
+    raise ValueError(f"Exactly one arm must be the control, got "
+                     f"{len(controls)} ({', '.join(a.name for a in controls) or 'none'}).")
+  return controls[0]
+
+
+def check_equal_compute(arms: Sequence[Arm],
+                        tolerance: float = COMPUTE_TOLERANCE) -> None:
+  """Every trained arm does the same token passes, within `tolerance`."""
+  trained = [arm for arm in arms if arm.compute is not None]
+  if len(trained) < 2:
+    return
+  reference = trained[0].compute.token_passes
+  for arm in trained[1:]:
+    ratio = arm.compute.token_passes / reference
+    if abs(ratio - 1) > tolerance:
+      raise ValueError(
+          f"Arms {trained[0].name!r} and {arm.name!r} are not at equal "
+          f"compute: {trained[0].compute.describe()} vs "
+          f"{arm.compute.describe()} (ratio {ratio:.3f}).")
+
+
+def check_seeds(seeds: Sequence[int], minimum: int = MIN_SEEDS) -> None:
+  if len(set(seeds)) != len(seeds):
+    raise ValueError(f"--seeds must be distinct, got {list(seeds)}.")
+  if len(seeds) < minimum:
+    raise ValueError(f"The protocol pairs at least {minimum} seeds; got "
+                     f"{len(seeds)} ({', '.join(map(str, seeds))}).")
+
+
+# Samples and their statistic.
+
+def mean_sample(values, scale: float = 1.0) -> dict:
+  return {"kind": "mean", "values": [float(v) for v in values],
+          "scale": scale}
+
+
+def spearman_sample(predicted, gold) -> dict:
+  return {"kind": "spearman", "predicted": [float(v) for v in predicted],
+          "gold": [float(v) for v in gold]}
+
+
+def scalar_sample(value: float) -> dict:
+  return {"kind": "scalar", "value": float(value)}
+
+
+def sample_size(sample: Mapping) -> int:
+  """Examples in a sample (0 for a scalar)."""
+  if sample["kind"] == "mean":
+    return len(sample["values"])
+  if sample["kind"] == "spearman":
+    return len(sample["gold"])
+  return 0
+
+
+def statistic(sample: Mapping, counts: Optional[np.ndarray] = None) -> float:
+  """The sample's figure; `counts` [examples] resamples it (bootstrap)."""
+  kind = sample["kind"]
+  if kind == "scalar":
+    return float(sample["value"])
+  if kind == "mean":
+    values = np.asarray(sample["values"], np.float64)
+    weights = np.ones_like(values) if counts is None else counts
+    return sample.get("scale", 1.0) * float(values @ weights / weights.sum())
+  if kind == "spearman":
+    predicted = np.asarray(sample["predicted"], np.float64)
+    gold = np.asarray(sample["gold"], np.float64)
+    if counts is not None:
+      index = np.repeat(np.arange(len(gold)), counts.astype(np.int64))
+      predicted, gold = predicted[index], gold[index]
+    if np.ptp(predicted) == 0 or np.ptp(gold) == 0:
+      return float("nan")
+    return 100.0 * float(stats.spearmanr(predicted, gold).statistic)
+  raise ValueError(f"Unknown sample kind {kind!r}.")
+
+
+def sign_test(differences: Sequence[float]) -> Tuple[int, int, float]:
+  """(seeds with a positive difference, seeds with a non-zero one, exact
+  two-sided sign-test p)."""
+  nonzero = [d for d in differences if d != 0]
+  positive = sum(d > 0 for d in nonzero)
+  if not nonzero:
+    return 0, 0, 1.0
+  p = stats.binomtest(positive, len(nonzero), 0.5).pvalue
+  return positive, len(nonzero), float(p)
+
+
+def paired_difference(control: Sequence[Mapping], arm: Sequence[Mapping],
+                      resamples: int = 2000, confidence: float = 0.95,
+                      rng_seed: int = 0) -> Dict[str, object]:
+  """The arm's difference to the control over paired seeds.
+
+  `control[i]` and `arm[i]` are the same seed's samples of one measure, on
+  the same evaluation examples. Each bootstrap resample draws seeds with
+  replacement and, when the samples hold per-example values, examples with
+  replacement; the same draws serve both arms (paired). Returns the mean
+  difference over seeds, its percentile interval, the per-seed differences
+  and the sign test.
+  """
+  if len(control) != len(arm) or not control:
+    raise ValueError("paired_difference needs the same seeds, at least one, "
+                     f"for both arms (got {len(control)} and {len(arm)}).")
+  sizes = {sample_size(s) for s in list(control) + list(arm)}
+  if len(sizes) != 1:
+    raise ValueError("The arms' samples are not over the same evaluation "
+                     f"examples (sizes {sorted(sizes)}).")
+  examples = sizes.pop()
+  per_seed = [statistic(a) - statistic(c) for c, a in zip(control, arm)]
+  rng = np.random.default_rng(rng_seed)
+  seeds = len(control)
+  draws = np.empty(resamples)
+  for b in range(resamples):
+    chosen = rng.integers(seeds, size=seeds)
+    counts = (rng.multinomial(examples, np.full(examples, 1.0 / examples))
+              if examples else None)
+    draws[b] = np.mean([statistic(arm[i], counts) - statistic(control[i],
+                                                               counts)
+                        for i in chosen])
+  alpha = (1 - confidence) / 2
+  low, high = np.nanquantile(draws, [alpha, 1 - alpha])
+  positive, nonzero, p = sign_test(per_seed)
+  return {"difference": float(np.mean(per_seed)),
+          "interval": [float(low), float(high)], "confidence": confidence,
+          "per_seed": [float(d) for d in per_seed],
+          "resampled": "seeds and examples" if examples else "seeds only",
+          "sign_test": {"positive": positive, "nonzero": nonzero, "p": p}}
+
+
+def summarize(values: Sequence[float]) -> Dict[str, object]:
+  values = [float(v) for v in values]
+  std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+  return {"mean": float(np.mean(values)), "std": std, "per_seed": values}
+
+
+def compare(results: Mapping[str, Mapping[int, Mapping[str, Mapping]]],
+            arms: Sequence[Arm], measures: Sequence[str],
+            resamples: int = 2000, rng_seed: int = 0) -> Dict[str, object]:
+  """Every arm's figures and its difference to the control, per measure.
+
+  `results[arm][seed][measure]` is a sample. Differences use the seeds both
+  the arm and the control have.
+  """
+  control = check_arms(arms).name
+  table = {}
+  for arm in arms:
+    table[arm.name] = {}
+    for measure in measures:
+      seeds = sorted(s for s, r in results.get(arm.name, {}).items()
+                     if measure in r)
+      if not seeds:
+        continue
+      row = summarize([statistic(results[arm.name][s][measure])
+                       for s in seeds])
+      row["seeds"] = seeds
+      if arm.name != control:
+        paired = [s for s in seeds if measure in
+                  results.get(control, {}).get(s, {})]
+        if paired:
+          row["vs_control"] = paired_difference(
+              [results[control][s][measure] for s in paired],
+              [results[arm.name][s][measure] for s in paired],
+              resamples, rng_seed=rng_seed)
+          row["vs_control"]["seeds"] = paired
+      table[arm.name][measure] = row
+  return table
+
+
+def verdict(row: Mapping) -> str:
+  """'above', 'below' or 'level' (the interval holds 0) for a compared row."""
+  low, high = row["vs_control"]["interval"]
+  return "above" if low > 0 else "below" if high < 0 else "level"
+
+
+def format_table(comparison: Mapping, arms: Sequence[Arm],
+                 measures: Sequence[str], digits: int = 2) -> str:
+  """One Markdown table: mean +- std per arm and measure; for each arm but
+  the control, its difference to the control [95% interval] and the seeds
+  it is ahead on."""
+  f = lambda x: "nan" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+  lines = ["| arm | compute | " + " | ".join(measures) + " |",
+           "|---|---|" + "---|" * len(measures)]
+  control = check_arms(arms)
+  for arm in arms:
+    compute = "not trained" if arm.compute is None else (
+        f"{arm.compute.token_passes / 1e6:.1f}M tok" +
+        ("" if control.compute is None or arm is control else
+         f" ({arm.compute.token_passes / control.compute.token_passes:.2f}x)"))
+    cells = []
+    for measure in measures:
+      row = comparison.get(arm.name, {}).get(measure)
+      if row is None:
+        cells.append("-")
+        continue
+      cell = f"{f(row['mean'])} ± {f(row['std'])}"
+      if "vs_control" in row:
+        d = row["vs_control"]
+        sign = d["sign_test"]
+        star = "" if d["resampled"] != "seeds only" else " (seeds only)"
+        cell += (f"; Δ {d['difference']:+.{digits}f} "
+                 f"[{d['interval'][0]:+.{digits}f}, "
+                 f"{d['interval'][1]:+.{digits}f}]{star}, "
+                 f"{sign['positive']}/{len(d['per_seed'])} seeds up")
+      cells.append(cell)
+    name = arm.name + (" (control)" if arm.control else "")
+    lines.append(f"| {name} | {compute} | " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
+class UnitStore:
+  """Cached results of one (arm, seed) each: `<work_dir>/<arm>/seed<S>/`."""
+
+  def __init__(self, work_dir: str):
+    self.work_dir = work_dir
+
+  def directory(self, arm: str, seed: int) -> str:
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in arm)
+    return os.path.join(self.work_dir, slug, f"seed{seed}")
+
+  def _path(self, arm, seed):
+    return os.path.join(self.directory(arm, seed), "result.json")
+
+  def load(self, arm: str, seed: int) -> Optional[dict]:
+    path = self._path(arm, seed)
+    if not os.path.exists(path):
+      return None
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+
+  def save(self, arm: str, seed: int, result: Mapping) -> None:
+    os.makedirs(self.directory(arm, seed), exist_ok=True)
+    with atomic_file(self._path(arm, seed)) as temporary:
+      with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+
+  def results(self, arms: Sequence[Arm], seeds: Sequence[int]
+              ) -> Dict[str, Dict[int, dict]]:
+    """{arm: {seed: measures}} of every finished unit."""
+    out = {}
+    for arm in arms:
+      for seed in seeds:
+        unit = self.load(arm.name, seed)
+        if unit is not None:
+          out.setdefault(arm.name, {})[seed] = unit["measures"]
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser, arms: Sequence[str],
+                  default_seeds: str = "1,2,3") -> None:
+  """--seeds, --arms, --resamples, --report_only."""
+  parser.add_argument("--seeds", default=default_seeds,
+                      help="Comma-separated seeds; every arm runs each "
+                      f"(at least {MIN_SEEDS} for the table).")
+  parser.add_argument("--arms", default=",".join(arms),
+                      help="Arms to train and evaluate in this invocation "
+                      f"(some of {','.join(arms)}); finished units are "
+                      "reused, the table holds every finished one.")
+  parser.add_argument("--resamples", type=int, default=2000,
+                      help="Bootstrap resamples of the intervals.")
+  parser.add_argument("--report_only", action="store_true",
+                      help="Tabulate finished units; train nothing.")
+
+
+def parse_selection(args, arms: Sequence[str]) -> Tuple[List[int], List[str]]:
+  """(seeds, chosen arm names) of `add_arguments`' flags; one clear error."""
+  try:
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+  except ValueError:
+    raise ValueError(f"--seeds must be comma-separated integers, got "
+                     f"{args.seeds!r}.") from None
+  chosen = [a.strip() for a in args.arms.split(",") if a.strip()]
+  unknown = [a for a in chosen if a not in arms]
+  if unknown or not chosen:
+    raise ValueError(f"--arms must be some of {','.join(arms)}; got "
+                     f"{','.join(unknown) or 'none'}.")
+  if len(set(seeds)) != len(seeds) or not seeds:
+    raise ValueError(f"--seeds must be distinct integers, got {args.seeds!r}.")
+  if args.resamples < 100:
+    raise ValueError(f"--resamples must be 100 or more, got {args.resamples}.")
+  return seeds, chosen
+
+
+def report(title: str, arms: Sequence[Arm], measures: Sequence[str],
+           results, path: str, setup: Mapping, resamples: int = 2000,
+           digits: int = 2) -> Dict[str, object]:
+  """Prints the table (with each arm's compute) and writes it as JSON."""
+  comparison = compare(results, arms, measures, resamples)
+  seeds = sorted({s for r in results.values() for s in r})
+  print(f"\n{title}")
+  for arm in arms:
+    done = sorted(results.get(arm.name, {}))
+    print(f"  {arm.name}{' (control)' if arm.control else ''}: "
+          f"{arm.compute.describe() if arm.compute else 'not trained'}; "
+          f"seeds {','.join(map(str, done)) or 'none'}"
+          + (f"; {arm.description}" if arm.description else ""))
+  if len(seeds) < MIN_SEEDS:
+    print(f"  (only {len(seeds)} seed(s) finished: the protocol asks for "
+          f"{MIN_SEEDS}; intervals below are not the protocol's)")
+  print("mean ± sample std over seeds; Δ = arm minus control, paired "
+        "bootstrap 95% interval over seeds and examples; seeds up = sign "
+        "test's count.\n")
+  print(format_table(comparison, arms, measures, digits))
+  output = {"title": title, "setup": dict(setup), "measures": list(measures),
+            "arms": [{"name": a.name, "control": a.control,
+                      "description": a.description,
+                      "compute": None if a.compute is None else {
+                          "steps": a.compute.steps,
+                          "token_passes": a.compute.token_passes,
+                          "described": a.compute.describe(),
+                          "work": [dataclasses.asdict(w)
+                                   for w in a.compute.work]}}
+                     for a in arms],
+            "comparison": comparison}
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with atomic_file(path) as temporary:
+    with open(temporary, "w", encoding="utf-8") as f:
+      json.dump(output, f, indent=1)
+  print(f"\n(written to {path})")
+  return output
