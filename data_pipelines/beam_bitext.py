@@ -213,8 +213,7 @@ def prepare_bitext(input_spec: str, output_prefix: str, num_shards: int = 16,
          | 'Records' >> beam.Map(_record)
          | 'WriteShards' >> beam_shards.WriteSeededShards(directory, names,
                                                           seed))
-    result = pipeline.run()
-    result.wait_until_finish()
+    result = beam_text.run_to_end(pipeline)
     counts = beam_text.query_counts(result)
     pairs_by_language = beam_shards.read_summary(directory, names)
     if not sum(pairs_by_language.values()):

@@ -183,8 +183,7 @@ def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
   with beam_shards.temporary_output(output_prefix) as directory:
     pipeline = beam.Pipeline(options=PipelineOptions(list(pipeline_args)))
     build_pipeline(pipeline, files, config, directory, names)
-    result = pipeline.run()
-    result.wait_until_finish()
+    result = beam_text.run_to_end(pipeline)
     counts = beam_text.query_counts(result)
     pairs_by_language = beam_shards.read_summary(directory, names)
     if not sum(pairs_by_language.values()):

@@ -27,8 +27,11 @@ the end.
 import contextlib
 import dataclasses
 import gzip
+import os
 import re
+import signal
 import sys
+import threading
 import time
 from typing import BinaryIO, Dict, Iterator, List, Tuple
 
@@ -252,6 +255,83 @@ class Counts:
   def languages(self) -> List[str]:
     return sorted({language for values in self.by_name.values()
                    for language in values})
+
+
+def run_to_end(pipeline: beam.Pipeline) -> beam.runners.runner.PipelineResult:
+  """Runs `pipeline` and waits for it to finish.
+
+  A stop signal (Ctrl-C, SIGTERM) while the job runs first ends this
+  process's worker processes (the DirectRunner's `multi_processing` mode),
+  then goes on as the signal's own handler says (`python -m cmlm`: one line,
+  exit 130 or 143). Without that, Beam's cleanup waits for every worker to
+  finish its bundle and the stop never comes. Workers are found in /proc
+  (Linux); elsewhere, and on a cluster runner, the signal acts alone.
+  """
+  if threading.current_thread() is not threading.main_thread():
+    result = pipeline.run()
+    result.wait_until_finish()
+    return result
+  stopping = []
+
+  def end_workers_then(previous):
+    def handle(signum, frame):
+      stopping.append(signum)
+      _terminate_descendants()
+      if callable(previous):
+        previous(signum, frame)
+      elif previous != signal.SIG_IGN:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    return handle
+
+  def quiet_ended_workers(args):
+    # A worker ended here makes Beam's thread that watched it raise; the
+    # stop is ours, not its error.
+    if not (stopping and args.thread is not None
+            and args.thread.name == 'run_worker'):
+      previous_hook(args)
+
+  previous_hook = threading.excepthook
+  threading.excepthook = quiet_ended_workers
+  previous = {number: signal.getsignal(number)
+              for number in (signal.SIGINT, signal.SIGTERM)}
+  for number, handler in previous.items():
+    signal.signal(number, end_workers_then(handler))
+  try:
+    result = pipeline.run()
+    result.wait_until_finish()
+    return result
+  finally:
+    for number, handler in previous.items():
+      signal.signal(number, handler)
+    if not stopping:
+      threading.excepthook = previous_hook
+
+
+def _terminate_descendants() -> None:
+  """SIGKILL to every process under this one, deepest first (/proc)."""
+  try:
+    entries = [entry for entry in os.listdir('/proc') if entry.isdigit()]
+  except OSError:
+    return
+  children = {}
+  for entry in entries:
+    try:
+      with open(f'/proc/{entry}/stat', encoding='utf-8') as f:
+        parent = int(f.read().rsplit(')', 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+      continue
+    children.setdefault(parent, []).append(int(entry))
+  order, pending = [], [os.getpid()]
+  while pending:
+    for child in children.get(pending.pop(), []):
+      order.append(child)
+      pending.append(child)
+  for pid in reversed(order):
+    try:
+      os.kill(pid, signal.SIGKILL)
+    except OSError:
+      pass
 
 
 def query_counts(result: beam.runners.runner.PipelineResult) -> Counts:

@@ -198,8 +198,7 @@ def prepare_ngrams(input_spec: str, output_prefix: str,
           _mark_with, beam.pvalue.AsSingleton(kept), config, keep_unmarked)
     _ = blocks | "WriteShards" >> beam_shards.WriteSeededShards(
         directory, names, seed, beam_shards.write_text_shard)
-    result = pipeline.run()
-    result.wait_until_finish()
+    result = beam_text.run_to_end(pipeline)
     counts = beam_text.query_counts(result)
     documents = beam_shards.read_summary(directory, names)
     if not sum(documents.values()):

@@ -1,10 +1,13 @@
 """`python -m cmlm prepare`: Beam's options pass through after `--`, the
 table ends the run, errors are one line, and without Beam one line says how
 to install it."""
+import errno
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -75,3 +78,79 @@ def test_prepare_writes_records_a_manifest_and_the_table(tmp_path):
   exists = run_prepare(f"--input={text}", f"--output={prefix}",
                        "--pair_unit=sentence", "--direct_num_workers=1")
   assert exists.returncode == 2 and "--overwrite" in exists.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_prepare_with_130_and_publishes_nothing(tmp_path):
+  """SIGINT in the middle of the Beam job (its workers running): one line,
+  status 130, the temporary shards removed, no manifest (issue 26, item 4)."""
+  pytest.importorskip("apache_beam", reason="Apache Beam is an extra: pip "
+                      "install -r requirements-beam.txt")
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  novel = os.path.join(helpers.REPO_ROOT, "data", "corpus_en",
+                       "pride_and_prejudice.txt")
+  for copy in range(5):  # ~3.5 MB: the job runs well past the signal
+    (corpus / f"{copy}.txt").write_bytes(open(novel, "rb").read())
+  out = tmp_path / "out"
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  env.pop("CMLM_DEBUG", None)
+  child = subprocess.Popen(
+      [sys.executable, "-m", "cmlm", "prepare", f"--input={corpus}/*",
+       f"--output={out / 'p'}", "--pair_unit=sentence",
+       "--direct_num_workers=2"],
+      cwd=helpers.REPO_ROOT, env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  try:
+    deadline = time.monotonic() + 240
+    while not (out.is_dir() and any(n.startswith(".p.tmp-")
+                                    for n in os.listdir(out))):
+      assert child.poll() is None, child.communicate()[1][-2000:]
+      assert time.monotonic() < deadline, "the job never started writing"
+      time.sleep(0.1)
+    time.sleep(1.0)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=120)
+  finally:
+    if child.poll() is None:
+      child.kill()
+  assert child.returncode == 130, err[-2000:]
+  assert err.strip().splitlines()[-1] == (
+      "cmlm prepare: stopped by SIGINT (Ctrl-C); what it was writing was "
+      "removed.")
+  assert os.listdir(out) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failure", [errno.ENOSPC, errno.EROFS])
+def test_a_full_or_read_only_disk_stops_prepare_in_one_line(
+    tmp_path, monkeypatch, capsys, failure):
+  """The disk refuses the publishing of the shards: one line, status 2, no
+  shard, manifest or temporary directory left (issue 26, item 6)."""
+  pytest.importorskip("apache_beam", reason="Apache Beam is an extra: pip "
+                      "install -r requirements-beam.txt")
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  from cmlm.data_pipelines import beam_shards  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "watch_for_second_interrupt",
+                      lambda label: None)  # not this test process's business
+  renames = []
+
+  def rename_then_refuse(source, target, overwrite=False):
+    if renames:  # the first shard lands, the second is refused
+      raise OSError(failure, os.strerror(failure), str(target))
+    renames.append(target)
+    os.replace(source, target)
+  monkeypatch.setattr(beam_shards.tf.io.gfile, "rename", rename_then_refuse)
+  text = data_helpers.write_numbered_corpus(tmp_path / "corpus", 12)
+  out = tmp_path / "out"
+  with pytest.raises(SystemExit) as exited:
+    command_line.main(["cmlm", "prepare", f"--input={text}",
+                       f"--output={out / 'p'}", "--pair_unit=sentence",
+                       "--num_shards=2", "--direct_num_workers=1"])
+  assert exited.value.code == 2
+  line = capsys.readouterr().err.strip().splitlines()[-1]
+  assert line.startswith("cmlm prepare: error: cannot write ")
+  assert line.endswith(f": {os.strerror(failure)}. Nothing was published: "
+                       "what was being written was removed.")
+  assert renames and os.listdir(out) == []
