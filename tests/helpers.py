@@ -158,7 +158,7 @@ def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
 # What the garden's wheel is built from (pyproject.toml: its package-dir
 # folders, data/ included) and the folder names of a user's project that
 # once shadowed the garden's top-level packages (issue 27).
-WHEEL_FILES = ("pyproject.toml", "README.md", "requirements.txt",
+WHEEL_FILES = ("pyproject.toml", "setup.py", "README.md", "requirements.txt",
                "requirements-beam.txt")
 WHEEL_FOLDERS = ("cmlm", "data_pipelines", "modeling", "objectives",
                  "training", "export", "evaluation", "experiments",
