@@ -15,7 +15,6 @@ files whose line counts differ, lines that are not UTF-8, rows with fewer
 than two columns or an empty side are skipped and counted (Beam metrics,
 the table at the end).
 """
-import dataclasses
 import json
 import os
 import re
@@ -165,17 +164,7 @@ def _record(pair: Tuple[str, str, str]) -> beam_shards.LanguageRecord:
   return key, pair_tfrecords.text_example(**texts)
 
 
-@dataclasses.dataclass
-class BitextResult:
-  shard_paths: List[str]
-  manifest_path: str
-  pairs_by_language: Dict[str, int]
-  counts: beam_text.Counts
-  seconds: float
-
-  @property
-  def pairs(self) -> int:
-    return sum(self.pairs_by_language.values())
+BitextResult = beam_shards.JobResult
 
 
 def prepare_bitext(input_spec: str, output_prefix: str, num_shards: int = 16,

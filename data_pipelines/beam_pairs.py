@@ -77,18 +77,7 @@ class PairsConfig:
     corpus.check_split(self.split, self.heldout_percent)
 
 
-@dataclasses.dataclass
-class PrepareResult:
-  """A finished job: its files, its counters and how long it took."""
-  shard_paths: List[str]
-  manifest_path: str
-  pairs_by_language: Dict[str, int]
-  counts: beam_text.Counts
-  seconds: float
-
-  @property
-  def pairs(self) -> int:
-    return sum(self.pairs_by_language.values())
+PrepareResult = beam_shards.JobResult
 
 
 class _PackSequences(beam.DoFn):

@@ -16,6 +16,7 @@ removes the temporary directory on any exit, so a failed, killed or
 interrupted job leaves no half-written output behind.
 """
 import contextlib
+import dataclasses
 import json
 import os
 import uuid
@@ -25,6 +26,22 @@ import apache_beam as beam
 import tensorflow as tf
 
 from cmlm.data_pipelines import pair_tfrecords
+
+
+@dataclasses.dataclass
+class JobResult:
+  """A finished job of `prepare` (pairs or bitext): its files, its counters
+  (`beam_text.Counts`) and how long it took."""
+  shard_paths: List[str]
+  manifest_path: str
+  pairs_by_language: Dict[str, int]
+  counts: Dict
+  seconds: float
+
+  @property
+  def pairs(self) -> int:
+    return sum(self.pairs_by_language.values())
+
 
 SUMMARY_NAME = 'summary.json'
 # A record and the language it counts for in the shard summaries.

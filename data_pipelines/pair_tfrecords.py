@@ -53,11 +53,16 @@ def shard_paths(output_prefix: str, num_shards: int) -> List[str]:
 
 
 def text_example(**texts: str) -> bytes:
-  """A serialized `tf.train.Example` with one bytes feature per text."""
+  """A serialized `tf.train.Example` with one bytes feature per text.
+
+  Serialized deterministically: `features` is a protobuf map, whose entries
+  protobuf may otherwise write in an order that differs between processes
+  (then a record's bytes, its `record_order_key` and its shard would depend
+  on which Beam worker wrote it)."""
   return tf.train.Example(features=tf.train.Features(feature={
       name: tf.train.Feature(bytes_list=tf.train.BytesList(
           value=[text.encode('utf-8')])) for name, text in texts.items()})
-                         ).SerializeToString()
+                         ).SerializeToString(deterministic=True)
 
 
 def pair_example(s1: str, s2: str, language: str = '') -> bytes:

@@ -51,15 +51,8 @@ flags.DEFINE_enum("output_format", "auto", ["auto", "npy", "jsonl",
                   flag_values=FLAGS)
 flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
                      flag_values=FLAGS)
-flags.DEFINE_enum("backend", "auto", ["auto", "saved_model", "tflite", "onnx"],
-                  "What computes the embeddings of an export: its "
-                  "SavedModels, or its TFLite or ONNX artifact (export "
-                  "--formats). auto: the fastest float32 one it holds "
-                  "(with --quantized, the fastest int8 one).",
-                  flag_values=FLAGS)
-flags.DEFINE_bool("quantized", False, "Use the artifact's int8 model (tflite "
-                  "or onnx backend). Not --precision, which quantizes the "
-                  "embeddings written.", flag_values=FLAGS)
+flag_parsing.define_backend_flags(
+    FLAGS, __name__, ". Not --precision, which quantizes the embeddings written.")
 flags.DEFINE_bool("normalize", True, "L2-normalise the written embeddings "
                   "(after --truncate_dim). --nonormalize is refused for a "
                   "model that normalises in its graph.", flag_values=FLAGS)

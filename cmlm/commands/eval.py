@@ -28,15 +28,8 @@ flags.DEFINE_string("tasks", None, "Comma-separated tasks (sts12..sts16, "
                     "lists every registered one.", flag_values=FLAGS)
 flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
                      flag_values=FLAGS)
-flags.DEFINE_enum("backend", "auto", ["auto", "saved_model", "tflite", "onnx"],
-                  "What computes the embeddings of an export: its "
-                  "SavedModels, or its TFLite or ONNX artifact (export "
-                  "--formats). auto: the fastest float32 one it holds "
-                  "(with --quantized, the fastest int8 one).",
-                  flag_values=FLAGS)
-flags.DEFINE_bool("quantized", False, "Use the artifact's int8 model "
-                  "(tflite or onnx backend), so its quality is measured "
-                  "with the same code.", flag_values=FLAGS)
+flag_parsing.define_backend_flags(
+    FLAGS, __name__, ", so its quality is measured with the same code.")
 flags.DEFINE_string("data_dir", None, "Root of the benchmark files in "
                     "SentEval's layout (default ../shared/data/eval from the "
                     "repository root, when it exists).", flag_values=FLAGS)

@@ -52,6 +52,22 @@ def define_model_garden_flags(flag_values: flags.FlagValues,
 _MODEL_GARDEN_FLAGS = []
 
 
+def define_backend_flags(flag_values: flags.FlagValues, module_name: str,
+                         quantized_help: str) -> None:
+  """`--backend` and `--quantized`, as `encode` and `eval` take them: what
+  computes the embeddings of an export (`export.embedders.load_embedder`)."""
+  flags.DEFINE_enum("backend", "auto", ["auto", "saved_model", "tflite",
+                                        "onnx"],
+                    "What computes the embeddings of an export: its "
+                    "SavedModels, or its TFLite or ONNX artifact (export "
+                    "--formats). auto: the fastest float32 one it holds "
+                    "(with --quantized, the fastest int8 one).",
+                    flag_values=flag_values, module_name=module_name)
+  flags.DEFINE_bool("quantized", False, "Use the artifact's int8 model "
+                    f"(tflite or onnx backend){quantized_help}",
+                    flag_values=flag_values, module_name=module_name)
+
+
 def _model_garden_flag_values(tfm_flags) -> flags.FlagValues:
   """`tfm_flags.define_flags()`'s flags, defined once into absl's global
   FLAGS and moved from there into a FlagValues of their own."""
