@@ -75,14 +75,25 @@ flags.DEFINE_integer("num_shards", 16, "Output files; a worker sorts one in "
                      "of 256 tokens: ~4096 shards).", flag_values=FLAGS)
 flags.DEFINE_integer("seed", 0, "The shuffle: the same input and seed give "
                      "the same bytes on any runner.", flag_values=FLAGS)
-flags.DEFINE_string("runner", "DirectRunner", "The Beam runner: DirectRunner "
-                    "(this machine), DataflowRunner, FlinkRunner, "
-                    "SparkRunner, PortableRunner...", flag_values=FLAGS)
-flags.DEFINE_integer("direct_num_workers", 0, "DirectRunner: worker "
-                     "processes (0: one per CPU core; 1: in this process).",
-                     flag_values=FLAGS)
-flags.DEFINE_bool("overwrite", False, "Replace an existing output of the "
-                  "same prefix.", flag_values=FLAGS)
+
+
+def define_beam_flags(flag_values: flags.FlagValues, module_name: str) -> None:
+  """`--runner`, `--direct_num_workers` and `--overwrite`, as every Beam
+  command (`prepare`, a project's) takes them; `pipeline_args` reads them."""
+  flags.DEFINE_string("runner", "DirectRunner", "The Beam runner: "
+                      "DirectRunner (this machine), DataflowRunner, "
+                      "FlinkRunner, SparkRunner, PortableRunner...",
+                      flag_values=flag_values, module_name=module_name)
+  flags.DEFINE_integer("direct_num_workers", 0, "DirectRunner: worker "
+                       "processes (0: one per CPU core; 1: in this "
+                       "process).", flag_values=flag_values,
+                       module_name=module_name)
+  flags.DEFINE_bool("overwrite", False, "Replace an existing output of the "
+                    "same prefix.", flag_values=flag_values,
+                    module_name=module_name)
+
+
+define_beam_flags(FLAGS, __name__)
 
 
 def pipeline_args(runner: str, direct_num_workers: int,

@@ -51,14 +51,7 @@ flags.DEFINE_bool("keep_unmarked", False, "Also write sentences that hold "
 flags.DEFINE_integer("num_shards", 16, "Output files.", flag_values=FLAGS)
 flags.DEFINE_integer("seed", 0, "Which shard each document goes to: the same "
                      "input and seed give the same bytes.", flag_values=FLAGS)
-flags.DEFINE_string("runner", "DirectRunner", "The Beam runner "
-                    "(DirectRunner, DataflowRunner, FlinkRunner, "
-                    "SparkRunner...).", flag_values=FLAGS)
-flags.DEFINE_integer("direct_num_workers", 0, "DirectRunner: worker "
-                     "processes (0: one per CPU core; 1: in this process).",
-                     flag_values=FLAGS)
-flags.DEFINE_bool("overwrite", False, "Replace an existing output of the "
-                  "same prefix.", flag_values=FLAGS)
+prepare.define_beam_flags(FLAGS, __name__)
 
 
 def main(argv) -> None:
