@@ -26,15 +26,28 @@ flags.DEFINE_integer("min_count", 2, "N-grams seen fewer times in their "
                      "document are not scored.", flag_values=FLAGS)
 flags.DEFINE_integer("top_k", 3000, "N-grams kept per document (paper: "
                      "3000).", flag_values=FLAGS)
-flags.DEFINE_enum("formula", "paper", ["paper", "code"], "paper: 1/|w| "
-                  "(log P(w) - sum log P(x_k)) (section 3.1); code: log "
-                  "count(w) - sum log count(x_k), as the reference pmi.py.",
-                  flag_values=FLAGS)
-flags.DEFINE_enum("document_unit", "file", ["file", "paragraph"], "What one "
-                  "document is: a corpus file, or a blank-line separated "
-                  "paragraph.", flag_values=FLAGS)
-flags.DEFINE_bool("keep_unmarked", False, "Also write sentences that hold "
-                  "no n-gram.", flag_values=FLAGS)
+
+
+def define_marking_flags(flag_values: flags.FlagValues,
+                         module_name: str) -> None:
+  """How sentences are marked, as `ngrams` and `prepare_ngrams` take it:
+  the PMI formula, what a document is, and whether unmarked sentences are
+  written."""
+  flags.DEFINE_enum("formula", "paper", ["paper", "code"], "paper: 1/|w| "
+                    "(log P(w) - sum log P(x_k)) (section 3.1); code: log "
+                    "count(w) - sum log count(x_k), as the reference "
+                    "pmi.py.", flag_values=flag_values,
+                    module_name=module_name)
+  flags.DEFINE_enum("document_unit", "file", ["file", "paragraph"], "What "
+                    "one document is: a corpus file, or a blank-line "
+                    "separated paragraph.", flag_values=flag_values,
+                    module_name=module_name)
+  flags.DEFINE_bool("keep_unmarked", False, "Also write sentences that hold "
+                    "no n-gram.", flag_values=flag_values,
+                    module_name=module_name)
+
+
+define_marking_flags(FLAGS, __name__)
 flags.DEFINE_bool("overwrite", False, "Replace --output if it exists.",
                   flag_values=FLAGS)
 flags.DEFINE_bool("skip_invalid_lines", False, "Skip (and count) lines that "

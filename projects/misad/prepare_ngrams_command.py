@@ -20,6 +20,7 @@ from absl import flags
 from cmlm import commands
 from cmlm.commands import flag_parsing
 from cmlm.commands import prepare
+from cmlm.projects.misad import ngrams_command
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("input", None, "The corpus: files (.txt, .txt.gz), a "
@@ -39,15 +40,7 @@ flags.DEFINE_integer("min_count", 2, "N-grams seen fewer times (in their "
                      flag_values=FLAGS)
 flags.DEFINE_integer("top_k", 3000, "N-grams kept per document, or over the "
                      "corpus (paper: 3000 per document).", flag_values=FLAGS)
-flags.DEFINE_enum("formula", "paper", ["paper", "code"], "paper: 1/|w| "
-                  "(log P(w) - sum log P(x_k)) (section 3.1); code: log "
-                  "count(w) - sum log count(x_k), as the reference pmi.py.",
-                  flag_values=FLAGS)
-flags.DEFINE_enum("document_unit", "file", ["file", "paragraph"], "What one "
-                  "document is: a corpus file, or a blank-line separated "
-                  "paragraph.", flag_values=FLAGS)
-flags.DEFINE_bool("keep_unmarked", False, "Also write sentences that hold "
-                  "no n-gram.", flag_values=FLAGS)
+ngrams_command.define_marking_flags(FLAGS, __name__)
 flags.DEFINE_integer("num_shards", 16, "Output files.", flag_values=FLAGS)
 flags.DEFINE_integer("seed", 0, "Which shard each document goes to: the same "
                      "input and seed give the same bytes.", flag_values=FLAGS)
