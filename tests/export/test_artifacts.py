@@ -194,3 +194,21 @@ def test_unknown_formats_are_refused_before_anything_is_built():
 
 def test_the_runtime_chunks_rows_as_the_saved_models_do():
   assert artifact_runtime.ENCODER_CHUNK == length_chunks.ENCODER_CHUNK
+
+
+@pytest.mark.slow
+def test_an_embed_call_tokenizes_each_sentence_once(tiny_artifacts_export):
+  # The embedder counts tokens to order its batches, then embeds them: the
+  # tokens of the count are reused (tokenizing costs ~10 us a sentence).
+  embedder = embedders.load_embedder(tiny_artifacts_export.export_dir,
+                                     backend="tflite")
+  model = embedder._keep_alive  # pylint: disable=protected-access
+  tokenized = []
+  encode_one = model.tokenizer.encode_one
+  model.tokenizer.encode_one = lambda s: tokenized.append(s) or encode_one(s)
+  sentences = export_helpers.ALL_SENTENCES
+  embeddings = embedder.embed(sentences, batch_size=2)
+  assert sorted(tokenized) == sorted(sentences)
+  tokenized.clear()
+  assert np.array_equal(model.embed(sentences, batch_size=2), embeddings)
+  assert sorted(tokenized) == sorted(sentences)
