@@ -6,9 +6,11 @@ SavedModels of the same published version (`export.publish`):
     tflite/model.tflite       token ids -> embedding, float32, TFLite builtins
     tflite/model_int8.tflite  the same with int8 weights (dynamic range:
                               activations quantized per call)
-    onnx/model.onnx           the same graph through tf2onnx (opset 17)
+    onnx/model.onnx           the same graph through tf2onnx (opset 17),
+                              constants folded by onnxruntime
     onnx/model_int8.onnx      onnxruntime's quantize_dynamic, QInt8 weights
-                              per output channel
+                              per output channel (Gemms as MatMuls first, so
+                              that every projection is int8)
     */vocab.txt               the vocabulary, for the tokenizer
     */artifact.json           tokenization, files, sizes, measured agreement
 
@@ -118,15 +120,82 @@ def _write_onnx(directory: str, function) -> None:
   import tf2onnx  # pylint: disable=g-import-not-at-top
   from onnxruntime import quantization  # pylint: disable=g-import-not-at-top
   float32 = os.path.join(directory, FILES["onnx"]["float32"])
+  converted = os.path.join(directory, "converted.onnx")
   tf2onnx.convert.from_function(
       function, input_signature=function.input_signature, opset=ONNX_OPSET,
-      output_path=float32)
+      output_path=converted)
+  _fold_constants(converted, float32)
+  os.remove(converted)
+  for_int8 = os.path.join(directory, "for_int8.onnx")
+  _gemms_as_matmuls(float32, for_int8)
   # Per output channel: on MiniLM, per-tensor weights (the default) left
   # the embeddings of STS-B sentences at a mean cosine of 0.973 to float32
   # (smallest 0.954), per channel at 0.996 (0.993).
   quantization.quantize_dynamic(
-      float32, os.path.join(directory, FILES["onnx"]["int8"]),
+      for_int8, os.path.join(directory, FILES["onnx"]["int8"]),
       weight_type=quantization.QuantType.QInt8, per_channel=True)
+  os.remove(for_int8)
+
+
+def _fold_constants(source: str, target: str) -> None:
+  """`source` with onnxruntime's basic graph optimizations (constant
+  folding, redundant nodes; standard ONNX ops, no hardware-specific
+  kernels) saved as `target`. tf2onnx's graph of the attention einsums
+  keeps each kernel twice, once only for a `Shape` node, and reshapes the
+  output projection's kernel at run time: folded, MiniLM's float32 file
+  is 90 instead of 101 MB and every projection's kernel is a constant."""
+  import onnxruntime  # pylint: disable=g-import-not-at-top
+  options = onnxruntime.SessionOptions()
+  options.graph_optimization_level = (
+      onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+  options.optimized_model_filepath = target
+  options.log_severity_level = 3
+  onnxruntime.InferenceSession(source, options,
+                               providers=["CPUExecutionProvider"])
+
+
+def _gemms_as_matmuls(source: str, target: str) -> None:
+  """`source` with each `Gemm` of a constant kernel written as `MatMul`
+  (+ `Add` of its bias), saved as `target`: onnxruntime's dynamic
+  quantization makes int8 kernels of MatMul, not of Gemm, and tf2onnx
+  writes the attention's projections as Gemm. On MiniLM the int8 file was
+  45 MB with the 24 attention kernels left float32, 24 MB with them int8."""
+  import onnx  # pylint: disable=g-import-not-at-top
+  from onnx import helper  # pylint: disable=g-import-not-at-top
+  from onnx import numpy_helper  # pylint: disable=g-import-not-at-top
+  model = onnx.load(source)
+  graph = model.graph
+  constants = {tensor.name: tensor for tensor in graph.initializer}
+  nodes = []
+  for node in graph.node:
+    attributes = {a.name: helper.get_attribute_value(a)
+                  for a in node.attribute}
+    if (node.op_type != "Gemm" or node.input[1] not in constants or
+        attributes.get("transA", 0) or attributes.get("alpha", 1.0) != 1.0
+        or attributes.get("beta", 1.0) not in (0.0, 1.0)):
+      nodes.append(node)
+      continue
+    kernel = numpy_helper.to_array(constants[node.input[1]])
+    if attributes.get("transB", 0):
+      kernel = kernel.T
+    kernel_name = f"{node.name}/kernel"
+    graph.initializer.append(
+        numpy_helper.from_array(np.ascontiguousarray(kernel), kernel_name))
+    bias = (len(node.input) > 2 and node.input[2] and
+            attributes.get("beta", 1.0) == 1.0)
+    product = f"{node.output[0]}/matmul" if bias else node.output[0]
+    nodes.append(helper.make_node("MatMul", [node.input[0], kernel_name],
+                                  [product], name=f"{node.name}/matmul"))
+    if bias:
+      nodes.append(helper.make_node("Add", [product, node.input[2]],
+                                    [node.output[0]], name=f"{node.name}/bias"))
+  del graph.node[:]
+  graph.node.extend(nodes)
+  used = {name for node in graph.node for name in node.input}
+  kept = [tensor for tensor in graph.initializer if tensor.name in used]
+  del graph.initializer[:]
+  graph.initializer.extend(kept)
+  onnx.save(model, target)
 
 
 _WRITERS: Dict[str, Callable] = {"tflite": _write_tflite, "onnx": _write_onnx}

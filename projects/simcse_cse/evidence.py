@@ -135,8 +135,15 @@ def arms(cse_steps, layers, batch):
 def overrides(name, start_dir, steps, seed, args, learning_rate):
   family = "cmlm_cse" if name == CMLM_CSE else "simcse"
   data = f"task.objectives.{family}.train_data"
+  # The tiny recipes name the embedded vocabulary: a start with another
+  # (MiniLM's) gives its own, as its encoder reads it.
+  tokenization = run_dir.load_params(start_dir).task.tokenization
   values = [
       f"task.seed={seed}", f"task.init_checkpoint={start_dir}",
+      f"task.tokenization.vocab_file={tokenization.vocab_file}",
+      f"task.tokenization.lower_case={tokenization.lower_case}",
+      "task.tokenization.text_normalization="
+      f"{tokenization.text_normalization}",
       f"trainer.train_steps={steps}",
       "trainer.steps_per_loop=50", "trainer.summary_interval=50",
       f"trainer.checkpoint_interval={steps}",

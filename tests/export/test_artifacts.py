@@ -212,3 +212,21 @@ def test_an_embed_call_tokenizes_each_sentence_once(tiny_artifacts_export):
   tokenized.clear()
   assert np.array_equal(model.embed(sentences, batch_size=2), embeddings)
   assert sorted(tokenized) == sorted(sentences)
+
+
+@pytest.mark.slow
+def test_every_projection_of_the_int8_onnx_model_is_int8(
+    tiny_artifacts_export):
+  # tf2onnx writes the attention's projections as Gemm, which onnxruntime's
+  # dynamic quantization leaves float32: the export rewrites them first.
+  import onnx  # pylint: disable=g-import-not-at-top
+  model = onnx.load(os.path.join(tiny_artifacts_export.export_dir, "onnx",
+                                 "model_int8.onnx"))
+  float_kernels = {t.name for t in model.graph.initializer
+                   if t.data_type == onnx.TensorProto.FLOAT
+                   and len(t.dims) >= 2}
+  float_products = [node.name for node in model.graph.node
+                    if node.op_type in ("MatMul", "Gemm")
+                    and float_kernels.intersection(node.input)]
+  assert not float_products
+  assert any(node.op_type == "MatMulInteger" for node in model.graph.node)
