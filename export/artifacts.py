@@ -285,8 +285,10 @@ def write_artifacts(directory: str, formats: Sequence[str],
 
 @contextlib.contextmanager
 def _quiet_converters():
-  """tf2onnx and the TFLite converter log every pass at INFO."""
-  loggers = [logging.getLogger(name) for name in ("tf2onnx", "absl")]
+  """tf2onnx and the TFLite converter log every pass at INFO; onnxruntime's
+  quantization warns on the root logger about a pre-processing it does not
+  need here."""
+  loggers = [logging.getLogger(name) for name in ("tf2onnx", "absl", "")]
   levels = [logger.level for logger in loggers]
   for logger in loggers:
     logger.setLevel(logging.ERROR)
