@@ -132,12 +132,13 @@ def arms(cse_steps, layers, batch):
       for name in (CONTROL, CMLM_CSE, NO_DROPOUT)]
 
 
-def overrides(name, start_dir, steps, seed, args, learning_rate):
+def overrides(name, start_dir, steps, seed, args, learning_rate,
+              tokenization):
+  """(experiment, params overrides) of arm `name`; `tokenization` is the
+  start's (`task.tokenization`): the tiny recipes name the embedded
+  vocabulary, and a start with another (MiniLM's) reads its own."""
   family = "cmlm_cse" if name == CMLM_CSE else "simcse"
   data = f"task.objectives.{family}.train_data"
-  # The tiny recipes name the embedded vocabulary: a start with another
-  # (MiniLM's) gives its own, as its encoder reads it.
-  tokenization = run_dir.load_params(start_dir).task.tokenization
   values = [
       f"task.seed={seed}", f"task.init_checkpoint={start_dir}",
       f"task.tokenization.vocab_file={tokenization.vocab_file}",
@@ -210,8 +211,9 @@ def run_start(start, args):
               run, checkpoints.resolve(start_dir)), "arm": START})
           continue
         steps = arm_steps(name, cse_steps, layers)
-        experiment, values = overrides(name, start_dir, steps, seed, args,
-                                       learning_rate)
+        experiment, values = overrides(
+            name, start_dir, steps, seed, args, learning_rate,
+            run_dir.load_params(start_dir).task.tokenization)
         model_dir = os.path.join(store.directory(name, seed), "run")
         print(f"\n== {start} {name}, seed {seed}: "
               f"{compute(name, cse_steps, layers, args.batch_size).describe()}",
