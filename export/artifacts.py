@@ -178,17 +178,20 @@ def _gemms_as_matmuls(source: str, target: str) -> None:
     kernel = numpy_helper.to_array(constants[node.input[1]])
     if attributes.get("transB", 0):
       kernel = kernel.T
-    kernel_name = f"{node.name}/kernel"
+    # Named after the Gemm's output, unique in the graph (a node's name
+    # may be empty).
+    output = node.output[0]
+    kernel_name = f"{output}/kernel"
     graph.initializer.append(
         numpy_helper.from_array(np.ascontiguousarray(kernel), kernel_name))
     bias = (len(node.input) > 2 and node.input[2] and
             attributes.get("beta", 1.0) == 1.0)
-    product = f"{node.output[0]}/matmul" if bias else node.output[0]
+    product = f"{output}/matmul" if bias else output
     nodes.append(helper.make_node("MatMul", [node.input[0], kernel_name],
-                                  [product], name=f"{node.name}/matmul"))
+                                  [product], name=f"{output}/matmul"))
     if bias:
-      nodes.append(helper.make_node("Add", [product, node.input[2]],
-                                    [node.output[0]], name=f"{node.name}/bias"))
+      nodes.append(helper.make_node("Add", [product, node.input[2]], [output],
+                                    name=f"{output}/bias"))
   del graph.node[:]
   graph.node.extend(nodes)
   used = {name for node in graph.node for name in node.input}

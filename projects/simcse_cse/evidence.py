@@ -195,6 +195,7 @@ def run_start(start, args):
     raise SystemExit(f"The {start} start {start_dir} is not a run directory "
                      "(no params.yaml); train it first (see the docstring).")
   layers = encoder_layers(start_dir)
+  tokenization = run_dir.load_params(start_dir).task.tokenization
   all_arms = arms(cse_steps, layers, args.batch_size)
   protocol.check_equal_compute(all_arms)
   if not args.report_only:
@@ -211,9 +212,8 @@ def run_start(start, args):
               run, checkpoints.resolve(start_dir)), "arm": START})
           continue
         steps = arm_steps(name, cse_steps, layers)
-        experiment, values = overrides(
-            name, start_dir, steps, seed, args, learning_rate,
-            run_dir.load_params(start_dir).task.tokenization)
+        experiment, values = overrides(name, start_dir, steps, seed, args,
+                                       learning_rate, tokenization)
         model_dir = os.path.join(store.directory(name, seed), "run")
         print(f"\n== {start} {name}, seed {seed}: "
               f"{compute(name, cse_steps, layers, args.batch_size).describe()}",
