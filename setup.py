@@ -13,7 +13,8 @@ from setuptools import setup
 CORE_PACKAGES = [
     "cmlm", "cmlm.commands",
     "cmlm.data_pipelines", "cmlm.modeling", "cmlm.modeling.importers",
-    "cmlm.objectives", "cmlm.training", "cmlm.export", "cmlm.evaluation",
+    "cmlm.objectives", "cmlm.training", "cmlm.inference", "cmlm.export",
+    "cmlm.evaluation",
     "cmlm.experiments",
     "cmlm.experiments.configs",  # data only: the experiments as YAML
     "cmlm.projects",

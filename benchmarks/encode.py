@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cmlm.export  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf  # noqa: E402
 
-from cmlm.export import embedders  # noqa: E402
+from cmlm.inference import embedders  # noqa: E402
 
 STS_DEV = "/work/shared/data/eval/sts/STSBenchmark/sts-dev.csv"
 

@@ -12,7 +12,7 @@ get the same weights as their users do:
                   (QInt8 weights), as sentence-transformers' backend="onnx"
                   int8 files are made
 
-and the garden's paths, each loaded by `export.embedders.load_embedder` as
+and the garden's paths, each loaded by `inference.embedders.load_embedder` as
 `encode`, `eval` and `cmlm.SentenceEncoder` load them:
 
   garden_serving        serving/ (the TF Serving SavedModel, tokenization
@@ -61,8 +61,8 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (the preprocessor's ops)
 
 from cmlm import registry_imports  # noqa: E402,F401  (registers everything)
-from cmlm.export import artifact_runtime  # noqa: E402
-from cmlm.export import embedders as embedders_lib  # noqa: E402
+from cmlm.inference import artifact_runtime  # noqa: E402
+from cmlm.inference import embedders as embedders_lib  # noqa: E402
 from cmlm.export import exporter  # noqa: E402
 from cmlm.training import import_run as importer  # noqa: E402
 

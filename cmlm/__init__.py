@@ -6,7 +6,8 @@ Everything the garden offers lives under this one import namespace:
   cmlm.modeling        Keras layers and networks; losses as plain functions
   cmlm.objectives      the objective seam, and CMLM's objectives on it
   cmlm.training        the task, the trainer, stages, run directories
-  cmlm.export          TF-Hub / TF Serving SavedModels; loading any model
+  cmlm.inference       reading: any model to embeddings, a run read once
+  cmlm.export          writing: TF-Hub / TF Serving SavedModels, artifacts
   cmlm.evaluation      STS, transfer, Tatoeba, mining, language distribution
   cmlm.experiments     the registered experiments (Model Garden configs)
   cmlm.projects        other papers' methods, one folder each

@@ -14,7 +14,7 @@ Commands:
           text-to-embedding SavedModel (export/exporter.py)
   encode  embed sentences (.txt, .jsonl, .csv, .tsv, stdin) with any model
           into .npy, .jsonl or .parquet, truncated and quantized on request
-          (export/encode_files.py); in Python: `from cmlm import SentenceEncoder`
+          (inference/encode_files.py); in Python: `from cmlm import SentenceEncoder`
   import  pretrained BERT weights (Hugging Face, sentence-transformers, Model
           Garden, TF-Hub) as a training run at step 0, ready to export or
           to train from (training/import_run.py)
@@ -120,12 +120,20 @@ def main(argv):
   try:
     with stop_signals.raising_interrupted():
       module.main(argv[2:])
-  except USER_ERRORS as error:
-    if os.environ.get("CMLM_DEBUG"):
-      raise
-    print(f"cmlm {command}: error: {error_line(error)}", file=sys.stderr)
-    sys.exit(2)
   except Exception as error:  # pylint: disable=broad-except
+    signum = stop_signals.first_signal()
+    if signum is not None and not os.environ.get("CMLM_DEBUG"):
+      # The stop landed inside a C extension, which raised its own error
+      # (pybind11 turns the handler's `Interrupted` into a TypeError): it is
+      # still the stop, and the writers removed what they were writing.
+      print(f"cmlm {command}: {stop_signals.Interrupted(signum)}",
+            file=sys.stderr)
+      sys.exit(stop_signals.exit_status(signum))
+    if isinstance(error, USER_ERRORS):
+      if os.environ.get("CMLM_DEBUG"):
+        raise
+      print(f"cmlm {command}: error: {error_line(error)}", file=sys.stderr)
+      sys.exit(2)
     line = disk_error_line(error)
     if line is None or os.environ.get("CMLM_DEBUG"):
       raise

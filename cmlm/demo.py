@@ -32,7 +32,7 @@ import tensorflow_hub  # noqa: F401  pylint: disable=unused-import
 
 from cmlm import demo_measures
 from cmlm.experiments import cmlm_experiments
-from cmlm.export import embedders
+from cmlm.inference import embedders
 from cmlm.export import exporter
 from cmlm.modeling import embedder
 from cmlm.modeling.vectors import l2_normalize

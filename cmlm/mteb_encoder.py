@@ -41,6 +41,7 @@ import numpy as np
 
 from cmlm.export import card_facts
 from cmlm.export import publish
+from cmlm.inference import run_record
 from cmlm.modeling.vectors import l2_normalize
 from cmlm.sentence_encoder import SentenceEncoder
 from cmlm.training import run_dir
@@ -160,11 +161,10 @@ def _saved_models(path: str):
 def _run_facts(model_dir: str, checkpoint: Optional[str]) -> Dict:
   """A training run's facts: its name, checkpoint, length, parameters and
   what its model card would say of its license and languages."""
-  checkpoint_path = run_dir.find_checkpoint(model_dir, checkpoint)
-  step = run_dir.checkpoint_step(checkpoint_path)
-  facts = card_facts.card_facts(model_dir, checkpoint_path, step, step,
-                                embedding_dim=0, normalize=False,
-                                find_report=False)
+  run = run_record.read_run(model_dir, checkpoint, find_report=False)
+  checkpoint_path = run.checkpoint_path
+  facts = card_facts.card_facts(run, run.step, embedding_dim=0,
+                                normalize=False)
   origin = facts.origin or {}
   return dict(model_name=facts.model_name, id=facts.checkpoint,
               license=facts.license, language=facts.languages,

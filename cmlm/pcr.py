@@ -13,8 +13,8 @@ from typing import Dict, List
 
 from cmlm.data_pipelines import multilingual_vocab
 from cmlm.data_pipelines import unk_rate
-from cmlm.export import embedders
-from cmlm.export import text_inputs
+from cmlm.inference import embedders
+from cmlm.inference import text_inputs
 from cmlm.modeling import principal_component_removal as pcr
 from cmlm.training import run_dir
 

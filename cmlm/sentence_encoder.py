@@ -14,7 +14,7 @@ MTEB model (MTEB 1's `encode(sentences, task_name=..., prompt_type=...)`,
 and MTEB 2's DataLoader of `{"text": [...]}` batches with `task_metadata`,
 `hf_split`, `hf_subset` keywords).
 
-Every model kind loads through `cmlm.export.embedders.load_embedder`, the
+Every model kind loads through `cmlm.inference.embedders.load_embedder`, the
 garden's one loader, with every project registered (`cmlm.registry_imports`),
 so a run of any project's experiment loads too.
 """
@@ -25,9 +25,9 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from cmlm import registry_imports  # noqa: F401  (every project's models load)
-from cmlm.export import embedders
-from cmlm.export import postprocess
-from cmlm.export import progress as progress_lib
+from cmlm.inference import embedders
+from cmlm.inference import postprocess
+from cmlm.inference import progress as progress_lib
 
 _OUTPUT_VALUES = ("sentence_embedding", None)
 
@@ -101,7 +101,7 @@ class SentenceEncoder:
       output_value: "sentence_embedding" (or None); token embeddings are not
         offered.
       precision: float32, int8, uint8, binary, ubinary
-        (`export.quantization`, as `quantize_embeddings`).
+        (`inference.quantization`, as `quantize_embeddings`).
       convert_to_numpy, convert_to_tensor, device: accepted; the result is
         always a NumPy array, TensorFlow places the model itself.
       normalize_embeddings: True: unit vectors (after `truncate_dim`). None

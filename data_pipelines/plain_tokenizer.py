@@ -8,7 +8,7 @@ gives the token ids `tokenization.WordPieceTokenizer.tokenize_and_pack` gives
 (the same normalisation, word splitting, WordPiece, truncation and
 `[CLS] ... [SEP]`), one unpadded list a sentence. The TFLite and ONNX
 artifacts (`export/artifacts.py`) take token ids, not text: their runtime
-(`export/artifact_runtime.py`) tokenizes with this, so that they load with
+(`inference/artifact_runtime.py`) tokenizes with this, so that they load with
 their runtime and the vocabulary they carry, and so that a call at batch 1
 costs tens of microseconds, not a TensorFlow call (~0.3 ms).
 

@@ -2,7 +2,7 @@
 
 An `Encoder` is a callable `encode(sentences, batch_size) -> [n, dim]` float
 array. `load_encoder(model)` makes one from `--model`: any model kind
-`cmlm.export.embedders.load_embedder` loads (a run, an export, a TF-Hub
+`cmlm.inference.embedders.load_embedder` loads (a run, an export, a TF-Hub
 pair, a SavedModel), wrapped in a `CachedEncoder`: each distinct sentence is
 encoded once per run, in batches, with a progress line on stderr.
 """
@@ -12,8 +12,8 @@ from typing import Dict, List, Optional, Protocol
 
 import numpy as np
 
-from cmlm.export import embedders
-from cmlm.export import progress as progress_lib
+from cmlm.inference import embedders
+from cmlm.inference import progress as progress_lib
 
 
 class Encoder(Protocol):
@@ -67,7 +67,7 @@ def load_encoder(model: str, checkpoint: Optional[str] = None,
                  show_progress: bool = True, backend: Optional[str] = None,
                  quantized: bool = False) -> CachedEncoder:
   """The `Encoder` for `--model` (see the module docstring); `backend` and
-  `quantized` as `export.embedders.load_embedder` takes them."""
+  `quantized` as `inference.embedders.load_embedder` takes them."""
   return CachedEncoder(embedders.load_embedder(model, checkpoint, backend,
                                                quantized),
                        show_progress)

@@ -31,7 +31,7 @@ class EvalOptions:
   langdist_size: int = 200  # sentences per language
   langdist_k: int = 10
   show_progress: bool = True
-  backend: Optional[str] = None  # export.embedders.BACKENDS; None: fastest
+  backend: Optional[str] = None  # inference.embedders.BACKENDS; None: fastest
   quantized: bool = False  # the tflite / onnx backend's int8 model
 
 

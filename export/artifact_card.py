@@ -31,7 +31,7 @@ def int8_snippet(name: str) -> List[str]:
   the export directory (or an unpacked `name/`' parent)."""
   return [
       "```python",
-      "from cmlm.export import artifact_runtime  # imports no TensorFlow",
+      "from cmlm.inference import artifact_runtime  # imports no TensorFlow",
       f"model = artifact_runtime.load(\"{name}\", quantized=True)",
       "embeddings = model.embed([\"A sentence.\", \"Another one.\"], "
       "normalize=True)",

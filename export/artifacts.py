@@ -18,7 +18,7 @@ Each model maps `input_word_ids`, `input_mask` int32 `[batch, time]` to the
 encoder's `default` float32 `[batch, dim]` (the embedding as trained, as
 `encoder/` gives it; one segment). The tokenization stays outside the graph,
 in plain Python (`data_pipelines.plain_tokenizer`, read by
-`export.artifact_runtime`): TF Text's ops are not TFLite builtins (they
+`inference.artifact_runtime`): TF Text's ops are not TFLite builtins (they
 need Flex or TF Text's own kernels) nor ONNX ops, and in Python a sentence
 costs ~7 us against ~0.3 ms for a TensorFlow call at batch 1.
 
@@ -42,7 +42,7 @@ import tensorflow as tf
 import tf_keras
 
 from cmlm.data_pipelines import tokenization as tokenization_lib
-from cmlm.export import artifact_runtime
+from cmlm.inference import artifact_runtime
 
 FORMATS = ("saved_model",) + artifact_runtime.FORMATS
 FILES = {"tflite": {"float32": "model.tflite", "int8": "model_int8.tflite"},

@@ -2,33 +2,27 @@
 
     options = check_options(CardOptions(model_name="cmlm-en-base",
                                         license="apache-2.0"))
-    facts = card_facts(model_dir, checkpoint_path, step, version,
-                       embedding_dim, normalize, options=options)
+    run = inference.run_record.read_run(model_dir)  # the run, read once
+    facts = card_facts(run, version, embedding_dim, normalize,
+                       options=options)
 
 The user's statements (`CardOptions`: `--model_name`, `--dataset_name`,
 `--license`, `--language`) are checked in one line each before any work;
-the rest is read from the run: its config, an import's `import_info.json`
-(origin, license, citation), the `cmlm eval` report. Nothing here keeps a
+the rest comes from the run as `inference.run_record` read it once: its
+config, an import's `import_info.json` (origin, license, citation), the
+`cmlm eval` report. This module reads no file of the run. Nothing here keeps a
 path of this machine: the checkpoint and the vocabulary go by their names
 relative to the run, training data by `--dataset_name` or by file name.
 `export.model_card` renders the facts; `export.publish` records them in
 `export_info.json`.
 """
 import dataclasses
-import json
 import os
 import re
 from typing import Dict, List, Optional, Tuple
 
-from cmlm.export import publish
+from cmlm.inference.layout import CARD_FILE  # noqa: F401  (export's name)
 
-CARD_FILE = publish.CARD_FILE
-# What `python -m cmlm import` writes into the run (training/import_run.py's
-# IMPORT_INFO_FILE; not imported from there, which would load TensorFlow).
-IMPORT_INFO_FILE = "import_info.json"
-PARAMS_FILE = "params.yaml"  # training/run_dir.py's, read here with yaml
-# Where export looks for the run's `cmlm eval` report by default.
-EVAL_REPORT_PLACES = (os.path.join("eval", "report.json"), "report.json")
 PAPER = ("Yang et al. 2021, *Universal Sentence Representation Learning with "
          "Conditional Masked Language Model* (CMLM)")
 UNKNOWN_LICENSE = "unknown"
@@ -123,81 +117,20 @@ def check_options(options: CardOptions) -> CardOptions:
                      tuple(languages))
 
 
-def _read_json(path: str) -> Optional[dict]:
-  try:
-    with open(path, encoding="utf-8") as f:
-      value = json.load(f)
-  except (OSError, ValueError):
-    return None
-  return value if isinstance(value, dict) else None
-
-
-def find_origin(model_dir: str) -> Optional[dict]:
-  """The import a run is, or starts from: the `import_info.json` of
-  `model_dir` (`imported_here` True) or of its `task.init_checkpoint`'s run
-  (False); None for a run trained from scratch."""
-  info = _read_json(os.path.join(model_dir, IMPORT_INFO_FILE))
-  if info is not None:
-    return dict(info, imported_here=True)
-  import yaml  # pylint: disable=g-import-not-at-top
-  try:
-    with open(os.path.join(model_dir, PARAMS_FILE), encoding="utf-8") as f:
-      init = ((yaml.safe_load(f) or {}).get("task") or {}).get(
-          "init_checkpoint") or ""
-  except (OSError, yaml.YAMLError, AttributeError):
-    return None
-  if not init:
-    return None
-  directory = init if os.path.isdir(init) else os.path.dirname(init)
-  info = _read_json(os.path.join(directory, IMPORT_INFO_FILE))
-  return dict(info, imported_here=False) if info is not None else None
-
-
-def default_license(model_dir: str, options: CardOptions) -> str:
-  """`--license`, else the license an import recorded from its source, else
-  "unknown". A run trained further from an import does not inherit its
-  license: its weights' terms depend on its own training data too."""
+def default_license(run, options: CardOptions) -> str:
+  """`--license`, else the license an import recorded from its source
+  (`run.origin`, an `inference.run_record.RunRecord`), else "unknown". A run
+  trained further from an import does not inherit its license: its
+  weights' terms depend on its own training data too."""
   if options.license:
     return options.license
-  origin = find_origin(model_dir)
+  origin = run.origin
   if origin and origin.get("imported_here") and origin.get("license"):
     try:
       return license_id(str(origin["license"]))
     except ValueError:
       pass
   return UNKNOWN_LICENSE
-
-
-def find_eval_report(model_dir: str, path: Optional[str] = None
-                     ) -> Optional[str]:
-  """`path` (a report.json or the directory holding one), else the run's
-  `eval/report.json` or `report.json` when present; None when none."""
-  if path:
-    candidate = (os.path.join(path, "report.json") if os.path.isdir(path)
-                 else path)
-    if not os.path.isfile(candidate):
-      raise FileNotFoundError(f"--eval_report={path} is not a report.json of "
-                              "`python -m cmlm eval` (nor a directory "
-                              "holding one).")
-    return candidate
-  for place in EVAL_REPORT_PLACES:
-    candidate = os.path.join(model_dir, place)
-    if os.path.isfile(candidate):
-      return candidate
-  return None
-
-
-def read_eval_report(path: str) -> dict:
-  try:
-    with open(path, encoding="utf-8") as f:
-      report = json.load(f)
-  except (OSError, ValueError) as error:
-    raise ValueError(f"{path} is not a readable JSON report ({error})."
-                     ) from None
-  if not isinstance(report, dict) or not isinstance(report.get("tasks"), dict):
-    raise ValueError(f"{path} is not a report of `python -m cmlm eval` (no "
-                     "'tasks').")
-  return report
 
 
 def name_in_run(path: str, model_dir: str) -> str:
@@ -246,7 +179,7 @@ class CardFacts:
   datasets: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
   stated_datasets: List[str] = dataclasses.field(default_factory=list)
   vocabulary: str = ""
-  origin: Optional[dict] = None  # find_origin's
+  origin: Optional[dict] = None  # the RunRecord's
   has_pcr: bool = False
   has_mlm: bool = False
   eval_report: Optional[dict] = None
@@ -300,21 +233,23 @@ def _guess_languages(params) -> List[str]:
   return ["en"] if ascii_share >= 0.8 else ["multilingual"]
 
 
-def card_facts(model_dir: str, checkpoint_path: str, step: int, version: int,
-               embedding_dim: int, normalize: bool, has_pcr: bool = False,
-               has_mlm: bool = False, eval_report: Optional[str] = None,
+def card_facts(run, version: int, embedding_dim: int, normalize: bool,
+               has_pcr: bool = False, has_mlm: bool = False,
                title: Optional[str] = None,
-               options: Optional[CardOptions] = None,
-               find_report: bool = True) -> CardFacts:
-  """Gathers a card's facts from a run; `eval_report` as `find_eval_report`
-  (none is read when not `find_report`); `options` as `check_options`."""
-  from cmlm.training import run_dir  # pylint: disable=g-import-not-at-top
+               options: Optional[CardOptions] = None) -> CardFacts:
+  """A card's facts from `run` (an `inference.run_record.RunRecord`: its
+  params, checkpoint, origin and evaluation report, read once); `options`
+  as `check_options`.
+
+  Examples:
+    >>> run = inference.run_record.read_run("runs/tiny")
+    >>> facts = card_facts(run, version=run.step, embedding_dim=384,
+    ...                    normalize=True)
+    >>> facts.checkpoint, facts.license
+    ('ckpt-20', 'unknown')
+  """
   options = check_options(options or CardOptions())
-  params = run_dir.load_params(model_dir)
-  report_path = (find_eval_report(model_dir, eval_report)
-                 if find_report or eval_report else None)
-  report = read_eval_report(report_path) if report_path else None
-  origin = find_origin(model_dir)
+  model_dir, params, origin = run.model_dir, run.params, run.origin
   datasets, stated = _datasets(params, options, origin, model_dir)
   languages, languages_stated = list(options.languages), True
   if not languages and origin and origin.get("imported_here"):
@@ -328,15 +263,17 @@ def card_facts(model_dir: str, checkpoint_path: str, step: int, version: int,
       title=title or options.model_name or (
           f"Sentence encoder `{name}`" if origin and origin.get(
               "imported_here") else f"CMLM sentence encoder `{name}`"),
-      model_name=name, checkpoint=name_in_run(checkpoint_path, model_dir),
-      step=step, version=version, params=params, embedding_dim=embedding_dim,
-      normalize=normalize, license=default_license(model_dir, options),
+      model_name=name, checkpoint=name_in_run(run.checkpoint_path, model_dir),
+      step=run.step, version=version, params=params,
+      embedding_dim=embedding_dim, normalize=normalize,
+      license=default_license(run, options),
       languages=languages, languages_stated=languages_stated,
       datasets=datasets, stated_datasets=stated,
       vocabulary=name_in_run(params.task.tokenization.vocab_file, model_dir),
-      origin=origin, has_pcr=has_pcr, has_mlm=has_mlm, eval_report=report,
-      eval_report_name=(name_in_run(report_path, model_dir) if report_path
-                        else ""))
+      origin=origin, has_pcr=has_pcr, has_mlm=has_mlm,
+      eval_report=run.eval_report,
+      eval_report_name=(name_in_run(run.eval_report_path, model_dir)
+                        if run.eval_report_path else ""))
 
 
 def export_info(facts: CardFacts) -> dict:

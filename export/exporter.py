@@ -38,6 +38,7 @@ from cmlm.export import model_card
 from cmlm.export import preprocessor as preprocessor_lib
 from cmlm.export import publish
 from cmlm.export import serving as serving_lib
+from cmlm.inference import run_record
 from cmlm.modeling import principal_component_removal as pcr
 from cmlm.training import atomic
 from cmlm.training import run_dir
@@ -67,7 +68,8 @@ def export_run(model_dir: str, export_dir: str,
                eval_report: Optional[str] = None,
                write_card: bool = True,
                card_options: Optional[card_facts.CardOptions] = None,
-               formats: Sequence[str] = ("saved_model",)) -> ExportResult:
+               formats: Sequence[str] = ("saved_model",),
+               run: Optional[run_record.RunRecord] = None) -> ExportResult:
   """Exports a training run's checkpoint; see the module docstring.
 
   Args:
@@ -86,6 +88,15 @@ def export_run(model_dir: str, export_dir: str,
       (model name, datasets, license, language; `card_facts.CardOptions`).
     formats: `saved_model` (always written) and any of `tflite`, `onnx`
       (`export.artifacts`).
+    run: the run as `inference.run_record.read_run` read it (with
+      `checkpoint` and `eval_report`), when the caller already has it;
+      read here otherwise.
+
+  Examples:
+    >>> result = export_run("runs/tiny", "exports/tiny",
+    ...                     formats=("saved_model", "tflite"))
+    >>> result.serving_dir
+    '.../exports/tiny/serving/20'
   """
   if not export_dir:
     raise ValueError("--export_dir is required: where the SavedModels go.")
@@ -104,13 +115,16 @@ def export_run(model_dir: str, export_dir: str,
   card_options = card_facts.check_options(card_options or
                                           card_facts.CardOptions())
   formats = artifacts_lib.parse_formats(formats)
-  params = run_dir.load_params(model_dir)
+  # The run, read once: params, checkpoint, origin and (for the card) the
+  # evaluation report; a missing or unreadable --eval_report fails here.
+  run = run or run_record.read_run(
+      model_dir, checkpoint, eval_report=eval_report if write_card else None,
+      find_report=write_card)
+  params, checkpoint_path, step = run.params, run.checkpoint_path, run.step
   if export_mlm and run_dir.cmlm_objective_name(params) is None:
     objectives = ", ".join(params.task.active_objectives())
     raise ValueError(f"{model_dir} trained {objectives}, not CMLM: it has no "
                      "trained MLM head to export; drop --mlm.")
-  checkpoint_path = run_dir.find_checkpoint(model_dir, checkpoint)
-  step = run_dir.checkpoint_step(checkpoint_path)
   version = step if version is None else version
   export_dir = os.path.abspath(export_dir)
   result = ExportResult(
@@ -140,15 +154,12 @@ def export_run(model_dir: str, export_dir: str,
   components = None
   if os.path.exists(os.path.join(model_dir, pcr.FILE_NAME)):
     components = pcr.LanguageComponents.load(model_dir)
-  # The card's facts also go into export_info.json; a bad card option, or a
-  # missing or unreadable --eval_report (read only for a card), fails here.
+  # The card's facts also go into export_info.json; a bad card option fails
+  # here.
   facts = card_facts.card_facts(
-      model_dir, checkpoint_path, step, version,
-      int(serving_encoder.output["default"].shape[-1]), normalize,
-      has_pcr=components is not None, has_mlm=export_mlm,
-      eval_report=eval_report if write_card else None,
-      options=card_options, find_report=write_card)
-  card = model_card.model_card(facts) if write_card else None
+      run, version, int(serving_encoder.output["default"].shape[-1]),
+      normalize, has_pcr=components is not None, has_mlm=export_mlm,
+      options=card_options)
   # A pooling head's own signatures (a lens's binary codes) stay in serving/.
   extra_signatures = (sorted(encoder.pooling_head.serving_signatures(
       serving_lib.TextEmbedding(preprocessor, serving_encoder)))
@@ -173,11 +184,10 @@ def export_run(model_dir: str, export_dir: str,
       print(f"export: {', '.join(result.artifacts)} carry the `default` "
             f"embedding only; {', '.join(extra_signatures)} (the pooling "
             "head's) is in serving/ alone.")
-    if card is not None:
+    if write_card:  # rendered once, with the artifacts written above
       with open(os.path.join(directory, card_facts.CARD_FILE), "w",
                 encoding="utf-8") as f:
-        f.write(model_card.model_card(facts, result.artifacts)
-                if result.artifacts else card)
+        f.write(model_card.model_card(facts, result.artifacts))
   # The sequence length and the parameters the embedding uses (the serving
   # encoder's: no MLM or projection head) go into export_info.json for
   # readers such as `cmlm.mteb_model` (MTEB's max_tokens, n_parameters).
@@ -204,8 +214,9 @@ def export_and_reload(model_dir: str, in_memory_encoder, sentences,
   """
   import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
   export_dir = export_dir or os.path.join(model_dir, "export")
-  result = export_run(model_dir, export_dir, overwrite=True)
-  tokenizer = run_dir.build_tokenizer(run_dir.load_params(model_dir))
+  run = run_record.read_run(model_dir)
+  result = export_run(model_dir, export_dir, overwrite=True, run=run)
+  tokenizer = run_dir.build_tokenizer(run.params)
   batch = tf.constant(list(sentences))
   preprocess = hub.KerasLayer(os.path.join(result.version_dir, "preprocessor"))
   encode = hub.KerasLayer(os.path.join(result.version_dir, "encoder"))

@@ -3,8 +3,9 @@ TF-Hub and Kaggle Models.
 
     options = check_options(CardOptions(model_name="cmlm-en-base",
                                         license="apache-2.0"))
-    text = model_card(card_facts(model_dir, checkpoint_path, step, version,
-                                 embedding_dim, normalize, options=options))
+    run = inference.run_record.read_run(model_dir)
+    text = model_card(card_facts(run, version, embedding_dim, normalize,
+                                 options=options))
 
 (the facts and the options: `export.card_facts`)
 

@@ -46,36 +46,23 @@ import time
 import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 
+from cmlm.inference.layout import ARTIFACT_INFO_FILE  # noqa: F401
+from cmlm.inference.layout import ARTIFACT_PARTS  # noqa: F401
+from cmlm.inference.layout import CARD_FILE  # noqa: F401
+from cmlm.inference.layout import CURRENT
+from cmlm.inference.layout import INFO_FILE
+from cmlm.inference.layout import PARTS
+from cmlm.inference.layout import read_info  # noqa: F401
+from cmlm.inference.layout import resolve  # noqa: F401
+from cmlm.inference.layout import VERSIONS_DIR
 from cmlm.training import atomic
 from cmlm.training import run_lock
 
-VERSIONS_DIR = "versions"
-CURRENT = "current"
-PARTS = ("encoder", "preprocessor", "serving")
-# Written only with `--formats` (export.artifacts); not SavedModels.
-ARTIFACT_PARTS = ("tflite", "onnx")
-ARTIFACT_INFO_FILE = "export_info.json"
-CARD_FILE = "README.md"
-INFO_FILE = os.path.join("assets.extra", "export_info.json")
+# The layout's names, `resolve` and `read_info` are the readers' too
+# (`inference.layout`).
 LOCK_FILE_NAME = ".cmlm-export.lock"
 PRUNE_AFTER_S = 600.0
 _LEFTOVER_PREFIXES = (".tmp-", ".old-")
-
-
-def resolve(export_dir: str) -> str:
-  """The directory of the published export: `current`'s target, resolved
-  once, or `export_dir` itself for an export of the older flat layout."""
-  current = os.path.join(export_dir, CURRENT)
-  return os.path.realpath(current) if os.path.islink(current) else export_dir
-
-
-def read_info(saved_model_dir: str) -> Optional[dict]:
-  """The `export_info.json` of a SavedModel of an export, or None."""
-  try:
-    with open(os.path.join(saved_model_dir, INFO_FILE)) as f:
-      return json.load(f)
-  except FileNotFoundError:
-    return None
 
 
 def write_info(version_dir: str, info: Dict) -> None:

@@ -27,9 +27,9 @@ from cmlm.modeling import principal_component_removal as pcr
 from cmlm.modeling.length_chunks import encode_by_length
 from cmlm.modeling.pooling_heads import PoolingHead
 
-SIGNATURE_NAME = "serving_default"
-INPUT_NAME = "sentences"
-OUTPUT_NAME = "embedding"
+from cmlm.inference.layout import INPUT_NAME
+from cmlm.inference.layout import OUTPUT_NAME
+from cmlm.inference.layout import SIGNATURE_NAME
 # With principal components fitted (`python -m cmlm pcr`): sentences and their
 # language codes -> embeddings without that language's first component
 # (paper section 5.2); a code with no fitted component changes nothing.

@@ -4,7 +4,7 @@
 the demo, best-checkpoint selection, `cmlm.SentenceEncoder`): one batch with
 `embedder(sentences)`, any number with `embedder.embed(sentences,
 batch_size)`. `encoder_embedder` makes one from an encoder in memory;
-`cmlm.export.embedders.load_embedder` from any saved model.
+`cmlm.inference.embedders.load_embedder` from any saved model.
 """
 from typing import Callable, List, Optional, Sequence
 

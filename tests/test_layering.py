@@ -1,7 +1,7 @@
 """The garden's imports point down the layers, and projects stay apart.
 
     cmlm.data_pipelines <- cmlm.modeling <- cmlm.objectives <- cmlm.training
-      <- cmlm.export <- cmlm.evaluation <- cmlm.experiments
+      <- cmlm.inference <- cmlm.export <- cmlm.evaluation <- cmlm.experiments
       <- cmlm.projects.<name> <- cmlm (the command line, the API, the registry)
 
 A core module may import its own package and the packages below it. A
@@ -18,8 +18,9 @@ import pytest
 from tests import helpers
 
 REPO_ROOT = helpers.REPO_ROOT
-LAYERS = ("data_pipelines", "modeling", "objectives", "training", "export",
-          "evaluation", "experiments", "projects", "cmlm")
+LAYERS = ("data_pipelines", "modeling", "objectives", "training",
+          "inference", "export", "evaluation", "experiments", "projects",
+          "cmlm")
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
 walk_sources = helpers.walk_sources  # skips build outputs and environments
 

@@ -178,7 +178,7 @@ class Run:
 def load_run(model_dir: str, checkpoint: Optional[str] = None,
              checkpoint_name: str = "--checkpoint") -> Run:
   """Reads `model_dir` (latest checkpoint, or `checkpoint`): its config,
-  tokenizer and restored encoder (`cmlm.export.embedders.load_embedder`
+  tokenizer and restored encoder (`cmlm.inference.embedders.load_embedder`
   embeds with them)."""
   params = load_params(model_dir)
   checkpoint_path = find_checkpoint(model_dir, checkpoint, checkpoint_name)

@@ -1,4 +1,4 @@
-r"""Embed a file of sentences with a model (export/encode_files.py): row i of the
+r"""Embed a file of sentences with a model (inference/encode_files.py): row i of the
 array written is the embedding of sentence i.
 
     python -m cmlm encode --model=exports/tiny --input=sentences.txt \
@@ -76,7 +76,7 @@ flags.DEFINE_bool("overwrite", False, "Replace --output when it exists.",
 
 def main(argv) -> None:
   flag_parsing.parse("encode", __doc__, FLAGS, argv)
-  from cmlm.export import encode_files  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
   embeddings = encode_files.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,
       normalize=FLAGS.normalize, overwrite=FLAGS.overwrite,

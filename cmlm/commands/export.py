@@ -105,18 +105,26 @@ def main(argv) -> None:
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
   from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
   from cmlm.export import packaging  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import run_record  # pylint: disable=g-import-not-at-top
   from cmlm.training import atomic  # pylint: disable=g-import-not-at-top
   if FLAGS.package_dir:  # refused before the export, not after
     atomic.check_writable([FLAGS.package_dir], FLAGS.overwrite)
-    model_dir = FLAGS.model_dir or os.path.dirname(
-        (FLAGS.checkpoint or "").rstrip("/"))
-    packaging.check_license(card_facts.default_license(model_dir, options))
+  model_dir = FLAGS.model_dir or os.path.dirname(
+      (FLAGS.checkpoint or "").rstrip("/"))
+  run = None
+  if model_dir:  # the run, read once for the license check and the export
+    run = run_record.read_run(
+        model_dir, FLAGS.checkpoint,
+        eval_report=FLAGS.eval_report if FLAGS.model_card else None,
+        find_report=FLAGS.model_card)
+  if FLAGS.package_dir and run is not None:
+    packaging.check_license(card_facts.default_license(run, options))
   result = exporter.export_run(
       FLAGS.model_dir, FLAGS.export_dir, checkpoint=FLAGS.checkpoint,
       version=FLAGS.version, overwrite=FLAGS.overwrite,
       normalize=FLAGS.normalize, export_mlm=FLAGS.export_mlm,
       eval_report=FLAGS.eval_report, write_card=FLAGS.model_card,
-      card_options=options, formats=FLAGS.formats)
+      card_options=options, formats=FLAGS.formats, run=run)
   print(f"Exported {result.checkpoint_path} (step {result.step}):\n"
         f"  encoder       {result.encoder_dir}\n"
         f"  preprocessor  {result.preprocessor_dir}\n"

@@ -55,7 +55,7 @@ _MODEL_GARDEN_FLAGS = []
 def define_backend_flags(flag_values: flags.FlagValues, module_name: str,
                          quantized_help: str) -> None:
   """`--backend` and `--quantized`, as `encode` and `eval` take them: what
-  computes the embeddings of an export (`export.embedders.load_embedder`)."""
+  computes the embeddings of an export (`inference.embedders.load_embedder`)."""
   flags.DEFINE_enum("backend", "auto", ["auto", "saved_model", "tflite",
                                         "onnx"],
                     "What computes the embeddings of an export: its "

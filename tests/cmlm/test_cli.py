@@ -152,3 +152,41 @@ def test_a_user_error_raised_inside_gin_prints_without_gin_s_note():
   assert "In call to configurable" in str(raised.value)
   assert command_line.error_line(raised.value) == "data.txt holds no sentence."
   assert command_line.error_line(KeyError("x")) == "'x'"
+
+
+def test_a_stop_that_lands_inside_a_c_extension_is_still_the_stop(
+    monkeypatch, capsys):
+  """A SIGINT that arrives while TensorFlow's C++ runs comes out of pybind11
+  as that call's own error (a TypeError), not as `Interrupted`: the command
+  still ends as stopped (status 130, the stop's one line), not with a
+  traceback."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import types  # pylint: disable=g-import-not-at-top
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "watch_for_second_interrupt",
+                      lambda label: None)  # not this test process's business
+  monkeypatch.setattr(stop_signals, "_received", [])
+  command = types.ModuleType("stopped_in_c")
+  signals = [signal.SIGINT]
+
+  def main(argv):
+    del argv
+    for signum in signals:
+      stop_signals.note(signum)  # the handler ran, inside C code
+    raise TypeError()  # what pybind11 made of its exception
+  command.main = main
+  monkeypatch.setitem(sys.modules, "stopped_in_c", command)
+  monkeypatch.setitem(command_line.COMMANDS, "vocab", "stopped_in_c")
+  monkeypatch.delenv("CMLM_DEBUG", raising=False)
+  with pytest.raises(SystemExit) as exit_info:
+    command_line.main(["cmlm", "vocab"])
+  assert exit_info.value.code == 130
+  assert capsys.readouterr().err.strip().splitlines() == [
+      "cmlm vocab: stopped by SIGINT (Ctrl-C); what it was writing was "
+      "removed."]
+  # Without a stop signal the same error is a bug, and shows as one.
+  monkeypatch.setattr(stop_signals, "_received", [])
+  signals.clear()
+  with pytest.raises(TypeError):
+    command_line.main(["cmlm", "vocab"])

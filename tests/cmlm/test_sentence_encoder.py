@@ -9,7 +9,7 @@ import pytest
 
 import cmlm
 from cmlm.sentence_encoder import SentenceEncoder
-from cmlm.export import quantization
+from cmlm.inference import quantization
 from tests import helpers
 from tests.export import export_helpers
 

@@ -16,7 +16,7 @@ from cmlm.data_pipelines import nli_data
 from cmlm.data_pipelines import text_lines
 from cmlm.evaluation import sts_readers
 from cmlm.evaluation import text_files
-from cmlm.export import text_inputs
+from cmlm.inference import text_inputs
 
 ENDINGS = {"LF": b"\n", "CRLF": b"\r\n", "CR": b"\r"}
 

@@ -1,5 +1,5 @@
 """The TFLite and ONNX artifacts: the SavedModel's embeddings, with their
-runtime alone (export/artifacts.py, export/artifact_runtime.py)."""
+runtime alone (export/artifacts.py, inference/artifact_runtime.py)."""
 import os
 import re
 import subprocess
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from cmlm.export import artifact_card
-from cmlm.export import artifact_runtime
+from cmlm.inference import artifact_runtime
 from cmlm.export import artifacts
-from cmlm.export import embedders
-from cmlm.export import encode_files
+from cmlm.inference import embedders
+from cmlm.inference import encode_files
 from cmlm.export import exporter
 from cmlm.modeling import length_chunks
 from tests.export import export_helpers
@@ -87,7 +87,7 @@ def test_artifacts_run_in_a_fresh_process_without_tensorflow(
       "import sys",
       "sys.modules['tensorflow'] = None  # importing it would fail",
       "import numpy as np",
-      "from cmlm.export import artifact_runtime",
+      "from cmlm.inference import artifact_runtime",
       f"sentences = {export_helpers.ALL_SENTENCES!r}",
       f"expected = np.load({str(tmp_path / 'expected.npy')!r})",
       f"for name in {FORMATS!r}:",

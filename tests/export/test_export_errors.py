@@ -15,10 +15,10 @@ import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from cmlm.training import atomic
-from cmlm.export import embedders
+from cmlm.inference import embedders
 from cmlm.export import exporter
 from cmlm.export import preprocessor as preprocessor_lib
-from cmlm.export import text_inputs
+from cmlm.inference import text_inputs
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow
@@ -171,7 +171,7 @@ def test_an_export_dir_that_is_a_file_and_an_output_that_is_a_directory(
   """Refused first, in words that fit: a regular file is no export
   directory (before the checkpoint is even read), a directory is no
   --output (not "pass --overwrite", which would not replace it)."""
-  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import embedding_outputs  # pylint: disable=g-import-not-at-top
   target = tmp_path / "a_file"
   target.write_text("mine")
 
@@ -225,7 +225,7 @@ def test_a_full_or_read_only_disk_is_one_line_and_publishes_nothing(
   encode's --output: one line, status 2, nothing half-written or
   published (the commands through `python -m cmlm`'s own `main`)."""
   from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
-  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import embedding_outputs  # pylint: disable=g-import-not-at-top
   from cmlm.export import serving  # pylint: disable=g-import-not-at-top
   from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(stop_signals, "watch_for_second_interrupt",

@@ -25,6 +25,7 @@ from cmlm.export import card_facts
 from cmlm.export import model_card
 from cmlm.export import packaging
 from cmlm.export import publish
+from cmlm.inference import run_record
 from cmlm.training import import_run
 from tests.export import export_helpers
 from tests.training import import_helpers
@@ -200,9 +201,9 @@ def test_card_holds_hub_metadata_signatures_and_config(tiny):
 
 
 def test_card_shows_the_run_s_eval_report(tiny, eval_report_dir):
-  facts = card_facts.card_facts(tiny.model_dir, tiny.result.checkpoint_path,
-                                tiny.result.step, 7, 16, True,
-                                eval_report=str(eval_report_dir))
+  run = run_record.read_run(tiny.model_dir, tiny.result.checkpoint_path,
+                            eval_report=str(eval_report_dir))
+  facts = card_facts.card_facts(run, 7, 16, True)
   card = model_card.model_card(facts)
   assert "| sts-b | spearman | 61.23 | table 2 |" in card
   assert "Evaluated on a subsample" in card
@@ -215,8 +216,8 @@ def test_card_shows_the_run_s_eval_report(tiny, eval_report_dir):
   assert results["mr"]["task"]["type"] == "text-classification"
   with pytest.raises(FileNotFoundError, match="--eval_report=.* is not a "
                      "report.json"):
-    card_facts.card_facts(tiny.model_dir, "c", 1, 1, 16, True,
-                          eval_report=str(eval_report_dir / "none"))
+    run_record.read_run(tiny.model_dir,
+                        eval_report=str(eval_report_dir / "none"))
 
 
 def test_card_states_what_the_user_gave(stated):
@@ -256,7 +257,7 @@ def test_an_import_s_card_credits_its_source(imported):
   # cmlm/en_base's recipe, which params.yaml holds, is not the model's.
   assert "1000000" not in card and "lamb" not in card
   assert "optimizer_config" not in card
-  with open(os.path.join(model_dir, card_facts.IMPORT_INFO_FILE)) as f:
+  with open(os.path.join(model_dir, run_record.IMPORT_INFO_FILE)) as f:
     assert json.load(f)["license"] == "apache-2.0"
 
 
@@ -288,7 +289,7 @@ def test_no_machine_path_in_card_export_info_or_package(
           with open(os.path.join(folder, name), "rb") as f:
             graphs[os.path.join(part, name)] = f.read()
   if model_dir:
-    with open(os.path.join(model_dir, card_facts.IMPORT_INFO_FILE)) as f:
+    with open(os.path.join(model_dir, run_record.IMPORT_INFO_FILE)) as f:
       texts["import_info.json"] = json_strings(json.load(f))
   for name in sorted(os.listdir(package_dir) if package_dir else []):
     path = os.path.join(package_dir, name)
@@ -432,8 +433,8 @@ def test_dataset_name_of_an_objective_the_run_lacks_is_refused(tiny):
   with pytest.raises(ValueError, match="names the objective "
                      "'bitext_retrieval', which the run does not train"):
     card_facts.card_facts(
-        tiny.model_dir, tiny.result.checkpoint_path, 4, 4, 16, True,
-        options=card_facts.CardOptions(
+        run_record.read_run(tiny.model_dir, tiny.result.checkpoint_path),
+        4, 16, True, options=card_facts.CardOptions(
             dataset_names=("bitext_retrieval=europarl",)))
 
 

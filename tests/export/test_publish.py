@@ -19,7 +19,7 @@ import pytest
 import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from cmlm.export import embedders
+from cmlm.inference import embedders
 from cmlm.export import exporter
 from cmlm.export import publish
 

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers
-from cmlm.export import embedders
+from cmlm.inference import embedders
 from cmlm.modeling.vectors import l2_normalize
 from cmlm.training import best_checkpoint
 from cmlm.training import run_dir

@@ -181,8 +181,10 @@ def test_model_dir_records_the_source_s_name_and_license(tmp_path):
                   "datasets": ["s2orc"], "citation": ["@misc{tiny}"]}
   assert "origin        tiny-test-bert (sentence-transformers), license " \
       "apache-2.0" in importer.describe(result)
-  from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
-  assert importer.IMPORT_INFO_FILE == card_facts.IMPORT_INFO_FILE
+  from cmlm.inference import run_record  # pylint: disable=g-import-not-at-top
+  # The card reads the same file back: the run record's origin is this.
+  origin = run_record.read_run(result.model_dir, find_report=False).origin
+  assert origin == dict(info, imported_here=True)
   # A Hugging Face cache's owner/name, a Hub link; flags win over README.md.
   cache = tmp_path / "models--someone--tiny-bert" / "snapshots" / "0a1b"
   tiny.write_tiny_bert(str(cache))

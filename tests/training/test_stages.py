@@ -7,7 +7,7 @@ import tensorflow as tf
 import yaml
 
 from cmlm import pcr
-from cmlm.export import embedders
+from cmlm.inference import embedders
 from cmlm.modeling.vectors import l2_normalize
 from cmlm.experiments import cmlm_experiments
 from cmlm.experiments import registry_imports  # noqa: F401  (registers the schedules)

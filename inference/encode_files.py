@@ -4,10 +4,10 @@
         --output=embeddings.npy [--batch_size=256] [--nonormalize]
 
 `--input` holds one sentence per line (UTF-8; or .jsonl, .csv, .tsv, stdin:
-`export.text_inputs`); row i of the array written to `--output` (.npy, or
-.jsonl/.parquet: `export.embedding_outputs`) is the embedding of sentence
+`inference.text_inputs`); row i of the array written to `--output` (.npy, or
+.jsonl/.parquet: `inference.embedding_outputs`) is the embedding of sentence
 i, L2-normalised unless `--nonormalize`, truncated and quantized on request
-(`export.postprocess`). `--model` is any kind `export.embedders` loads:
+(`inference.postprocess`). `--model` is any kind `inference.embedders` loads:
 an export, a SavedModel, a TF Serving base, a training run or a TF-Hub pair.
 """
 import os
@@ -15,12 +15,12 @@ from typing import Optional
 
 import numpy as np
 
-from cmlm.export import embedders
-from cmlm.export import embedding_outputs
-from cmlm.export import postprocess
-from cmlm.export import progress as progress_lib
-from cmlm.export import quantization
-from cmlm.export import text_inputs
+from cmlm.inference import embedders
+from cmlm.inference import embedding_outputs
+from cmlm.inference import postprocess
+from cmlm.inference import progress as progress_lib
+from cmlm.inference import quantization
+from cmlm.inference import text_inputs
 
 
 def encode_file(model: str, input_path: str, output_path: str,
@@ -36,18 +36,18 @@ def encode_file(model: str, input_path: str, output_path: str,
                 quantized: bool = False) -> np.ndarray:
   """Encodes `input_path` in batches; writes and returns the embeddings.
 
-  Inputs are read by `export.text_inputs` (`input_format`, `text_field`,
+  Inputs are read by `inference.text_inputs` (`input_format`, `text_field`,
   `column`, `header`; `-` is stdin), the model loaded by
-  `export.embedders` (any kind; `checkpoint` for a training run), the
-  embeddings truncated, normalised and quantized by `export.postprocess`
-  and written by `export.embedding_outputs` (`output_format`). `normalize`
+  `inference.embedders` (any kind; `checkpoint` for a training run), the
+  embeddings truncated, normalised and quantized by `inference.postprocess`
+  and written by `inference.embedding_outputs` (`output_format`). `normalize`
   False is refused for a model that normalises in its graph. `calibration`
   (int8/uint8): a .npy of float embeddings of the same model, or a file of
   sentences (read like the input) to embed; the quantization ranges are
   its per-dimension minima and maxima (sentence-transformers'
   `calibration_embeddings`); without it, those of the embeddings written.
   `backend` and `quantized` pick an export's SavedModels or its TFLite /
-  ONNX artifact, float32 or int8 (`export.embedders.load_embedder`).
+  ONNX artifact, float32 or int8 (`inference.embedders.load_embedder`).
   Every argument and file is checked before the model loads; nothing is
   written unless all went well.
   """

@@ -1,13 +1,13 @@
-"""Quantization and post-processing of embeddings (export/quantization.py,
-export/postprocess.py), against sentence-transformers' `quantize_embeddings`."""
+"""Quantization and post-processing of embeddings (inference/quantization.py,
+inference/postprocess.py), against sentence-transformers' `quantize_embeddings`."""
 import io
 
 import numpy as np
 import pytest
 
-import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from cmlm.export import postprocess
-from cmlm.export import quantization
+import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.inference import postprocess
+from cmlm.inference import quantization
 
 
 def embeddings(rows=200, dim=20, seed=0):

@@ -1,4 +1,4 @@
-"""`encode`'s writers: .npy, .jsonl, .parquet (export/embedding_outputs.py)."""
+"""`encode`'s writers: .npy, .jsonl, .parquet (inference/embedding_outputs.py)."""
 import builtins
 import json
 import os
@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
-import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from cmlm.export import embedding_outputs
+import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.inference import embedding_outputs
 
 SENTENCES = ["first", "zweite \u00e9", ""]
 

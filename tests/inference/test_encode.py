@@ -5,13 +5,13 @@ import os
 import numpy as np
 import pytest
 
-import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
+import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from cmlm.experiments import cmlm_experiments
-from cmlm.export import embedders
-from cmlm.export import encode_files
-from cmlm.export import progress as progress_lib
+from cmlm.inference import embedders
+from cmlm.inference import encode_files
+from cmlm.inference import progress as progress_lib
 from official.nlp.configs import encoders
 from official.nlp.tools import export_tfhub_lib
 from tests.export import export_helpers as export_helpers

@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
-import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from cmlm.export import encode_files
-from cmlm.export import quantization
+import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.inference import encode_files
+from cmlm.inference import quantization
 from tests.export import export_helpers
 
 SENTENCES = export_helpers.SENTENCES
@@ -115,7 +115,7 @@ def test_a_stop_signal_while_writing_leaves_no_file(tiny, tmp_path,
   """SIGINT or SIGTERM in the middle of writing --output raises
   `Interrupted` there (`python -m cmlm` then exits 130 or 143): the half
   written file is removed and --output never appears."""
-  from cmlm.export import embedding_outputs  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import embedding_outputs  # pylint: disable=g-import-not-at-top
   from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(stop_signals, "_received", [])  # this process's own
   source = tmp_path / "in.txt"

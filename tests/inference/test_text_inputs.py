@@ -1,10 +1,10 @@
-"""`encode`'s readers: .txt, .jsonl, .csv, .tsv and stdin (export/text_inputs.py)."""
+"""`encode`'s readers: .txt, .jsonl, .csv, .tsv and stdin (inference/text_inputs.py)."""
 import io
 
 import pytest
 
-import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
-from cmlm.export import text_inputs
+import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.inference import text_inputs
 
 
 def write(tmp_path, name, data: bytes):

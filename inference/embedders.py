@@ -21,7 +21,7 @@
 An export written with `--formats=...,tflite,onnx` also holds `tflite/`
 and `onnx/` (`export.artifacts`); `backend` picks what computes the
 embedding: "saved_model" (encoder + preprocessor), "tflite" or "onnx"
-(`export.artifact_runtime`), and `quantized` their int8 model. Left out,
+(`inference.artifact_runtime`), and `quantized` their int8 model. Left out,
 the backend is the fastest float32 one the export holds (`FASTEST_FIRST`,
 measured by benchmarks/encode_vs_sentence_transformers.py); with
 `quantized`, the fastest int8 one. An artifact directory itself
@@ -39,19 +39,15 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
 from cmlm.data_pipelines import unk_rate
-from cmlm.export import artifact_runtime
-from cmlm.export import publish
-from cmlm.export import serving
 from cmlm.data_pipelines.tokenization import STRING_BATCH
+from cmlm.inference import artifact_runtime
+from cmlm.inference import layout
 from cmlm.modeling import length_chunks
 from cmlm.modeling.embedder import Embedder
 from cmlm.modeling.embedder import as_embedder  # noqa: F401  (re-exported)
 from cmlm.modeling.embedder import encoder_embedder
 from cmlm.training import run_dir
 
-# The variable our serving model (export/serving.py) records its
-# normalisation in.
-NORMALIZED_VARIABLE = "l2_normalized"
 BACKENDS = ("saved_model",) + artifact_runtime.FORMATS
 # The backends by speed at float32 on a CPU, fastest first, and the
 # artifacts' at int8 (benchmarks/encode_vs_sentence_transformers.py; BUILD.md).
@@ -89,7 +85,7 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
   if (backend not in (None, "saved_model") or quantized) and (
       "," in model or run_dir.is_run_dir(model) or
       not tf.io.gfile.isdir(model) or
-      not artifact_runtime.available_formats(publish.resolve(model))):
+      not artifact_runtime.available_formats(layout.resolve(model))):
     what = f"{backend_name}={backend}" if backend else quantized_name
     raise ValueError(
         f"{what} needs an export holding TFLite or ONNX artifacts "
@@ -106,7 +102,7 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
     raise ValueError(f"{checkpoint_name} applies to a training run; {model} "
                      f"holds no {run_dir.PARAMS_FILE}.")
   if tf.io.gfile.isdir(model) and backend != "saved_model":
-    version_dir = publish.resolve(model)
+    version_dir = layout.resolve(model)
     held = artifact_runtime.available_formats(version_dir)
     if backend is not None and backend not in held:
       raise FileNotFoundError(
@@ -134,7 +130,7 @@ def _runtime_installed(name: str) -> bool:
 
 def _artifact_embedder(directory: str, backend: Optional[str],
                        quantized: bool) -> Embedder:
-  """A TFLite or ONNX artifact (`export.artifact_runtime`) as an Embedder:
+  """A TFLite or ONNX artifact (`inference.artifact_runtime`) as an Embedder:
   tokenized in Python, run by its runtime, the encoder's `default`."""
   manifest = artifact_runtime.read_manifest(directory)
   if backend not in (None, manifest["format"]):
@@ -201,25 +197,25 @@ def hub_pair_embedder(encoder_dir: str, preprocessor_dir: str,
 def signature_embedder(path: str) -> Embedder:
   """A text-to-embedding SavedModel's `serving_default` signature."""
   loaded = tf.saved_model.load(path)
-  signature = loaded.signatures.get(serving.SIGNATURE_NAME)
+  signature = loaded.signatures.get(layout.SIGNATURE_NAME)
   if signature is None:
     raise ValueError(f"The SavedModel {path} has no "
-                     f"{serving.SIGNATURE_NAME!r} signature.")
+                     f"{layout.SIGNATURE_NAME!r} signature.")
   _, inputs = signature.structured_input_signature
   strings = [k for k, spec in inputs.items() if spec.dtype == tf.string]
   outputs = signature.structured_outputs
-  names = [serving.OUTPUT_NAME] if serving.OUTPUT_NAME in outputs else [
+  names = [layout.OUTPUT_NAME] if layout.OUTPUT_NAME in outputs else [
       k for k, spec in outputs.items() if spec.dtype.is_floating]
   if len(strings) != 1 or len(inputs) != 1 or len(names) != 1:
     raise ValueError(
-        f"The {serving.SIGNATURE_NAME!r} signature of {path} does not map one "
+        f"The {layout.SIGNATURE_NAME!r} signature of {path} does not map one "
         f"string input to one embedding: inputs {sorted(inputs)}, outputs "
         f"{sorted(outputs)}.")
 
   def embed(sentences):
     result = signature(**{strings[0]: tf.constant(sentences, tf.string)})
     return result[names[0]].numpy()
-  normalized = getattr(loaded, NORMALIZED_VARIABLE, None)
+  normalized = getattr(loaded, layout.NORMALIZED_VARIABLE, None)
   return Embedder(
       embed, token_lengths=getattr(loaded, "token_lengths", None),  # ours
       normalizes_in_graph=bool(normalized.numpy()) if normalized is not None
@@ -232,8 +228,8 @@ def saved_model_embedder(model: str, model_name: str = "--model"
   if not tf.io.gfile.isdir(model):
     raise FileNotFoundError(f"{model_name}={model} is not a directory.")
   # An export of ours: its published version, resolved once, so that the
-  # encoder and the preprocessor are of the same export (export/publish.py).
-  model = publish.resolve(model)
+  # encoder and the preprocessor are of the same export (inference/layout.py).
+  model = layout.resolve(model)
   if all(_is_saved_model(os.path.join(model, name))
          for name in ("encoder", "preprocessor")):
     return pair_embedder(

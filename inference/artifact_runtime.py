@@ -1,6 +1,6 @@
 """A TFLite or ONNX artifact of an export, run with its runtime alone.
 
-    from cmlm.export import artifact_runtime
+    from cmlm.inference import artifact_runtime
     model = artifact_runtime.load("exports/tiny/tflite", quantized=True)
     embeddings = model.embed(["A sentence.", "Another."], normalize=True)
 

@@ -2,14 +2,14 @@
 
 In sentence-transformers' order (`SentenceTransformer.encode`): truncate to
 `truncate_dim` (Matryoshka-style: the first dimensions), then L2-normalise,
-then quantize (`export.quantization`). Normalising after truncation keeps
+then quantize (`inference.quantization`). Normalising after truncation keeps
 the rows unit vectors, so a dot product stays the cosine.
 """
 from typing import Optional
 
 import numpy as np
 
-from cmlm.export import quantization
+from cmlm.inference import quantization
 from cmlm.modeling.vectors import l2_normalize
 
 def check_truncate_dim(truncate_dim: Optional[int], dim: int) -> None:

@@ -1,0 +1,21 @@
+"""Reading models: any model of the garden (or of TF-Hub) to embeddings.
+
+The layer below export (which only writes) and evaluation (which only
+measures), above training (whose runs it reads):
+
+  layout            an export as readers see it: its parts, `current`,
+                    `export_info.json`, the serving signature
+  run_record        a training run read once: params, checkpoint, origin,
+                    evaluation report (for export, the card, packaging)
+  embedders         `load_embedder`: every model kind and backend as one
+                    `Embedder` (encode, eval, pcr, the demo and
+                    `cmlm.SentenceEncoder` load through it)
+  artifact_runtime  the TFLite / ONNX artifacts run without TensorFlow
+                    (ai-edge-litert, onnxruntime), tokenized by
+                    `data_pipelines.plain_tokenizer`
+  text_inputs       encode's readers: .txt, .jsonl, .csv, .tsv, stdin
+  postprocess       truncate, L2-normalise, quantize (`quantization`)
+  embedding_outputs encode's writers: .npy, .jsonl, .parquet
+  encode_files      `python -m cmlm encode`: sentences -> embeddings
+  progress          the progress line of long encodings
+"""

@@ -1,0 +1,1 @@
+"""Tests of inference/: loading models, encoding files, the artifacts' runtime."""
