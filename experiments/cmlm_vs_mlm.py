@@ -40,8 +40,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-from cmlm import demo_measures  # noqa: E402
 from cmlm.data_pipelines import corpus  # noqa: E402
+from cmlm.evaluation import demo_measures  # noqa: E402
 from cmlm.evaluation import encoders  # noqa: E402
 from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.modeling.vectors import l2_normalize  # noqa: E402
