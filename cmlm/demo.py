@@ -3,7 +3,7 @@
 Trains `cmlm/demo` (cmlm/tiny with max pooling) on the public-domain English
 corpus shipped in `data/` for a few minutes on a CPU, then shows, on every
 held-out pair, for the trained encoder against the same one untrained
-(`demo_measures`):
+(`evaluation/demo_measures.py`):
   * the held-out MLM loss, and the conditioning gain: how much the sentence
     vector of the pair's own s1 lowers it against a random other s1 (and
     one of the same or of another source), with bootstrap 95% intervals;
@@ -30,7 +30,7 @@ import tensorflow as tf
 # usable tensorflow_hub it stops here, in one line, not after training.
 import tensorflow_hub  # noqa: F401  pylint: disable=unused-import
 
-from cmlm import demo_measures
+from cmlm.evaluation import demo_measures
 from cmlm.experiments import cmlm_experiments
 from cmlm.inference import embedders
 from cmlm.export import exporter

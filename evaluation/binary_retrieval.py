@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from cmlm.evaluation import retrieval
-from cmlm.evaluation import sts
+from cmlm.evaluation import statistics
 from cmlm.evaluation.encoders import Encoder
 
 SIMILARITIES = ("hamming", "jaccard")
@@ -110,5 +110,5 @@ def evaluate_pairs_binary(encoder: Encoder, pairs, threshold: float,
             "active_fraction": active_fraction(np.concatenate([left, right]))}
   for similarity in SIMILARITIES:
     scores = paired_binary_scores(left, right, similarity)
-    result[similarity] = sts.spearman_times_100(scores, pairs.scores)
+    result[similarity] = statistics.spearman_times_100(scores, pairs.scores)
   return result

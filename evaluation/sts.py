@@ -9,8 +9,8 @@ year is scored alone, and the year reports their mean (SentEval's
 from typing import Dict
 
 import numpy as np
-from scipy import stats
 
+from cmlm.evaluation import statistics
 from cmlm.evaluation.encoders import Encoder
 from cmlm.evaluation.sts_readers import ScoredPairs
 
@@ -23,19 +23,6 @@ def cosine_similarities(left: np.ndarray, right: np.ndarray) -> np.ndarray:
   return np.sum(left * right, axis=1) / np.maximum(norms, 1e-12)
 
 
-def spearman_times_100(predicted: np.ndarray, gold: np.ndarray) -> float:
-  """Spearman's rho × 100; NaN when either side is constant."""
-  if len(gold) < 2 or np.ptp(predicted) == 0 or np.ptp(gold) == 0:
-    return float("nan")
-  return 100.0 * float(stats.spearmanr(predicted, gold).statistic)
-
-
-def pearson_times_100(predicted: np.ndarray, gold: np.ndarray) -> float:
-  if len(gold) < 2 or np.ptp(predicted) == 0 or np.ptp(gold) == 0:
-    return float("nan")
-  return 100.0 * float(stats.pearsonr(predicted, gold).statistic)
-
-
 def evaluate_pairs(encoder: Encoder, pairs: ScoredPairs,
                    batch_size: int = 256) -> Dict[str, float]:
   """Spearman and Pearson × 100 of cosine similarity against the gold."""
@@ -43,8 +30,9 @@ def evaluate_pairs(encoder: Encoder, pairs: ScoredPairs,
     raise ValueError(f"{pairs.path} holds no scored sentence pair.")
   similarities = cosine_similarities(encoder(pairs.sentences1, batch_size),
                                      encoder(pairs.sentences2, batch_size))
-  return {"spearman": spearman_times_100(similarities, pairs.scores),
-          "pearson": pearson_times_100(similarities, pairs.scores),
+  return {"spearman": statistics.spearman_times_100(similarities,
+                                                    pairs.scores),
+          "pearson": statistics.pearson_times_100(similarities, pairs.scores),
           "num_pairs": len(pairs)}
 
 

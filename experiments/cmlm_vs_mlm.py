@@ -40,9 +40,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-from cmlm import demo_measures  # noqa: E402
 from cmlm.data_pipelines import corpus  # noqa: E402
+from cmlm.evaluation import demo_measures  # noqa: E402
 from cmlm.evaluation import encoders  # noqa: E402
+from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.modeling.vectors import l2_normalize  # noqa: E402
 from cmlm.evaluation import runner  # noqa: E402
 from cmlm.experiments import cmlm_experiments  # noqa: E402
@@ -192,7 +193,7 @@ def run_unit(name: str, seed: int, args, store, data_dir) -> dict:
                                        max_train=args.max_examples)
   heldout = demo_measures.heldout_pairs(
       params.task.objectives.cmlm.validation_data, params.task.tokenization)[0]
-  samples[RETRIEVAL] = protocol.mean_sample(
+  samples[RETRIEVAL] = statistics.mean_sample(
       next_sequence_reciprocal_ranks(encoder, heldout))
   if args.pcr_sample:
     sample = pcr_sentences(params.task.objectives.cmlm.train_data,

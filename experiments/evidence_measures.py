@@ -1,8 +1,8 @@
 """Per-example dev measures for the evidence protocol (`evidence_protocol`).
 
 Every measure reads a split that no arm trains on and that is not a test
-set, and returns a sample with per-example values, so the protocol's paired
-bootstrap can resample examples:
+set, and returns a sample (`evaluation/statistics.py`) with per-example
+values, so the protocol's paired bootstrap can resample examples:
 
   * `sts-b`: STS-B dev (`sts-dev.csv`), Spearman x 100 of cosines;
   * `sick-r`: SICK-R trial (`SICK_trial.txt`, 500 pairs), the same;
@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from cmlm.evaluation import retrieval
+from cmlm.evaluation import statistics
 from cmlm.evaluation import sts
 from cmlm.evaluation import sts_readers
 from cmlm.evaluation import transfer
@@ -30,7 +31,6 @@ from cmlm.evaluation import transfer_readers
 from cmlm.evaluation.bitext_readers import read_tatoeba
 from cmlm.evaluation.task_data import limit
 from cmlm.evaluation.task_data import polarity_files
-from cmlm.experiments import evidence_protocol as protocol
 
 STS_MEASURES = ("sts-b", "sick-r")
 TRANSFER_MEASURES = ("cr", "mrpc", "trec", "sst2")
@@ -63,7 +63,7 @@ def sts_sample(encoder, pairs: sts_readers.ScoredPairs,
                batch_size: int = 256) -> dict:
   predicted = sts.cosine_similarities(encoder(pairs.sentences1, batch_size),
                                       encoder(pairs.sentences2, batch_size))
-  return protocol.spearman_sample(predicted, pairs.scores)
+  return statistics.spearman_sample(predicted, pairs.scores)
 
 
 def held_out(examples, fraction: float = DEV_FRACTION,
@@ -116,7 +116,7 @@ def transfer_sample(encoder, fit, dev, batch_size: int = 256) -> dict:
   c, _ = transfer.choose_regularization(fit_x, fit.labels,
                                         transfer.REGULARIZATION_GRID, 5)
   classifier = transfer.train_classifier(fit_x, fit.labels, c)
-  return protocol.mean_sample(classifier.predict(dev_x) == dev.labels, 100)
+  return statistics.mean_sample(classifier.predict(dev_x) == dev.labels, 100)
 
 
 def tatoeba_half(pairs: Dict[str, Tuple[List[str], List[str]]],
@@ -143,7 +143,7 @@ def tatoeba_sample(encoder, pairs, batch_size: int = 256) -> dict:
                                           english))
     credits.append(retrieval.top1_credits(english_vectors, foreign_vectors,
                                           foreign))
-  return protocol.mean_sample(np.concatenate(credits), 100)
+  return statistics.mean_sample(np.concatenate(credits), 100)
 
 
 def tatoeba_dev_pairs(tatoeba_dir: str, languages: Optional[Sequence[str]]
@@ -193,6 +193,6 @@ def evaluate(encoder, measures: Sequence[str], data_dir: str,
     else:
       raise ValueError(f"Unknown dev measure {name!r}; the measures are "
                        f"{', '.join(MEASURE_DATA)}.")
-    value = protocol.statistic(samples[name])
+    value = statistics.statistic(samples[name])
     print(f"  {name}: {value:.2f}", flush=True)
   return samples

@@ -22,12 +22,10 @@ An evidence script compares *arms* (ways to train the same encoder) over
 Per-(arm, seed) results are cached as JSON (`UnitStore`), so a script
 resumes, and runs arm x seed units in short jobs (`--arms`, `--seeds`).
 
-A sample of one measure for one (arm, seed) is a dict:
-  {"kind": "mean", "values": [...]}: per-example values, the statistic is
-    their mean times `scale` (accuracy credits, reciprocal ranks);
-  {"kind": "spearman", "predicted": [...], "gold": [...]}: Spearman x 100 of
-    per-pair similarities against gold scores (STS);
-  {"kind": "scalar", "value": x}: one number (no per-example resampling).
+A result of one measure for one (arm, seed) is a sample of
+`evaluation/statistics.py` (`mean_sample`, `spearman_sample`,
+`scalar_sample`), which also computes the statistics: each sample's figure,
+the paired bootstrap interval and the sign test (`paired_difference`).
 """
 import argparse
 import dataclasses
@@ -36,10 +34,8 @@ import math
 import os
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-import numpy as np
-from scipy import stats
-
 from cmlm.data_pipelines.atomic_file import atomic_file
+from cmlm.evaluation import statistics
 
 MIN_SEEDS = 3
 COMPUTE_TOLERANCE = 0.02
@@ -132,113 +128,10 @@ def check_seeds(seeds: Sequence[int], minimum: int = MIN_SEEDS) -> None:
                      f"{len(seeds)} ({', '.join(map(str, seeds))}).")
 
 
-# Samples and their statistic.
-
-def mean_sample(values, scale: float = 1.0) -> dict:
-  return {"kind": "mean", "values": [float(v) for v in values],
-          "scale": scale}
-
-
-def spearman_sample(predicted, gold) -> dict:
-  return {"kind": "spearman", "predicted": [float(v) for v in predicted],
-          "gold": [float(v) for v in gold]}
-
-
-def scalar_sample(value: float) -> dict:
-  return {"kind": "scalar", "value": float(value)}
-
-
-def sample_size(sample: Mapping) -> int:
-  """Examples in a sample (0 for a scalar)."""
-  if sample["kind"] == "mean":
-    return len(sample["values"])
-  if sample["kind"] == "spearman":
-    return len(sample["gold"])
-  return 0
-
-
-def statistic(sample: Mapping, counts: Optional[np.ndarray] = None) -> float:
-  """The sample's figure; `counts` [examples] resamples it (bootstrap)."""
-  kind = sample["kind"]
-  if kind == "scalar":
-    return float(sample["value"])
-  if kind == "mean":
-    values = np.asarray(sample["values"], np.float64)
-    weights = np.ones_like(values) if counts is None else counts
-    return sample.get("scale", 1.0) * float(values @ weights / weights.sum())
-  if kind == "spearman":
-    predicted = np.asarray(sample["predicted"], np.float64)
-    gold = np.asarray(sample["gold"], np.float64)
-    if counts is not None:
-      index = np.repeat(np.arange(len(gold)), counts.astype(np.int64))
-      predicted, gold = predicted[index], gold[index]
-    if np.ptp(predicted) == 0 or np.ptp(gold) == 0:
-      return float("nan")
-    return 100.0 * float(stats.spearmanr(predicted, gold).statistic)
-  raise ValueError(f"Unknown sample kind {kind!r}.")
-
-
-def sign_test(differences: Sequence[float]) -> Tuple[int, int, float]:
-  """(seeds with a positive difference, seeds with a non-zero one, exact
-  two-sided sign-test p)."""
-  nonzero = [d for d in differences if d != 0]
-  positive = sum(d > 0 for d in nonzero)
-  if not nonzero:
-    return 0, 0, 1.0
-  p = stats.binomtest(positive, len(nonzero), 0.5).pvalue
-  return positive, len(nonzero), float(p)
-
-
-def paired_difference(control: Sequence[Mapping], arm: Sequence[Mapping],
-                      resamples: int = 2000, confidence: float = 0.95,
-                      rng_seed: int = 0) -> Dict[str, object]:
-  """The arm's difference to the control over paired seeds.
-
-  `control[i]` and `arm[i]` are the same seed's samples of one measure, on
-  the same evaluation examples. Each bootstrap resample draws seeds with
-  replacement and, when the samples hold per-example values, examples with
-  replacement; the same draws serve both arms (paired). Returns the mean
-  difference over seeds, its percentile interval, the per-seed differences
-  and the sign test.
-  """
-  if len(control) != len(arm) or not control:
-    raise ValueError("paired_difference needs the same seeds, at least one, "
-                     f"for both arms (got {len(control)} and {len(arm)}).")
-  sizes = {sample_size(s) for s in list(control) + list(arm)}
-  if len(sizes) != 1:
-    raise ValueError("The arms' samples are not over the same evaluation "
-                     f"examples (sizes {sorted(sizes)}).")
-  examples = sizes.pop()
-  per_seed = [statistic(a) - statistic(c) for c, a in zip(control, arm)]
-  rng = np.random.default_rng(rng_seed)
-  seeds = len(control)
-  draws = np.empty(resamples)
-  for b in range(resamples):
-    chosen = rng.integers(seeds, size=seeds)
-    counts = (rng.multinomial(examples, np.full(examples, 1.0 / examples))
-              if examples else None)
-    draws[b] = np.mean([statistic(arm[i], counts) - statistic(control[i],
-                                                               counts)
-                        for i in chosen])
-  alpha = (1 - confidence) / 2
-  low, high = np.nanquantile(draws, [alpha, 1 - alpha])
-  positive, nonzero, p = sign_test(per_seed)
-  return {"difference": float(np.mean(per_seed)),
-          "interval": [float(low), float(high)], "confidence": confidence,
-          "per_seed": [float(d) for d in per_seed],
-          "resampled": "seeds and examples" if examples else "seeds only",
-          "sign_test": {"positive": positive, "nonzero": nonzero, "p": p}}
-
-
-def summarize(values: Sequence[float]) -> Dict[str, object]:
-  values = [float(v) for v in values]
-  std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-  return {"mean": float(np.mean(values)), "std": std, "per_seed": values}
-
-
 def compare(results: Mapping[str, Mapping[int, Mapping[str, Mapping]]],
             arms: Sequence[Arm], measures: Sequence[str],
-            resamples: int = 2000, rng_seed: int = 0) -> Dict[str, object]:
+            resamples: int = statistics.RESAMPLES, rng_seed: int = 0
+            ) -> Dict[str, object]:
   """Every arm's figures and its difference to the control, per measure.
 
   `results[arm][seed][measure]` is a sample. Differences use the seeds both
@@ -253,14 +146,15 @@ def compare(results: Mapping[str, Mapping[int, Mapping[str, Mapping]]],
                      if measure in r)
       if not seeds:
         continue
-      row = summarize([statistic(results[arm.name][s][measure])
-                       for s in seeds])
+      row = statistics.summarize([
+          statistics.statistic(results[arm.name][s][measure])
+          for s in seeds])
       row["seeds"] = seeds
       if arm.name != control:
         paired = [s for s in seeds if measure in
                   results.get(control, {}).get(s, {})]
         if paired:
-          row["vs_control"] = paired_difference(
+          row["vs_control"] = statistics.paired_difference(
               [results[control][s][measure] for s in paired],
               [results[arm.name][s][measure] for s in paired],
               resamples, rng_seed=rng_seed)
@@ -358,7 +252,7 @@ def add_arguments(parser: argparse.ArgumentParser, arms: Sequence[str],
                       help="Arms to train and evaluate in this invocation "
                       f"(some of {','.join(arms)}); finished units are "
                       "reused, the table holds every finished one.")
-  parser.add_argument("--resamples", type=int, default=2000,
+  parser.add_argument("--resamples", type=int, default=statistics.RESAMPLES,
                       help="Bootstrap resamples of the intervals.")
   parser.add_argument("--report_only", action="store_true",
                       help="Tabulate finished units; train nothing.")
@@ -384,7 +278,8 @@ def parse_selection(args, arms: Sequence[str]) -> Tuple[List[int], List[str]]:
 
 
 def report(title: str, arms: Sequence[Arm], measures: Sequence[str],
-           results, path: str, setup: Mapping, resamples: int = 2000,
+           results, path: str, setup: Mapping,
+           resamples: int = statistics.RESAMPLES,
            digits: int = 2) -> Dict[str, object]:
   """Prints the table (with each arm's compute) and writes it as JSON."""
   comparison = compare(results, arms, measures, resamples)

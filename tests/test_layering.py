@@ -7,8 +7,19 @@
 A core module may import its own package and the packages below it. A
 project (`projects/<name>/`) may import the core, never another project, and
 the core imports no project: `cmlm/registry_imports.py` is the one module
-that names them. Scripts run as `__main__` (evidence scripts, benchmarks)
-and a project's command modules sit on top of everything.
+that names them.
+
+Scripts (the evidence scripts of `experiments/` and `projects/<name>/`) are
+modules of their layer like any other: tests and other scripts import them
+and call their functions, `main` included. Only their
+`if __name__ == "__main__":` block, which runs when the file is run and
+never on import, may import upward. A script registers the experiments it
+runs from its own layer: `cmlm.experiments.registry_imports` (the core's) or
+its project's `registry_imports`; the garden's `cmlm.registry_imports`
+(every project) would be an upward import, allowed in that block alone. A
+project's command modules (`commands.register_command(`) are checked too;
+they may import `cmlm.commands`, the command line they add a command to.
+(`benchmarks/` is no layer: it sits on top, with the command line.)
 """
 import ast
 import os
@@ -25,12 +36,13 @@ RANK = {name: rank for rank, name in enumerate(LAYERS)}
 walk_sources = helpers.walk_sources  # skips build outputs and environments
 
 
-def garden_imports(path):
-  """(line, layer, project or None) of every import of the garden in a
-  file: `cmlm.modeling.x` is layer modeling, `cmlm.projects.misad.x` is
-  layer projects of project misad, `cmlm.x` (not a layer) is layer cmlm."""
+def _parse(path):
   with open(path, encoding="utf-8") as f:
-    tree = ast.parse(f.read(), path)
+    return ast.parse(f.read(), path)
+
+
+def _garden_names(tree):
+  """(line, dotted name) of every import of the garden in a tree."""
   for node in ast.walk(tree):
     if isinstance(node, ast.Import):
       names = [alias.name for alias in node.names]
@@ -41,49 +53,90 @@ def garden_imports(path):
     else:
       continue
     for name in names:
-      parts = name.split(".")
-      if parts[0] != "cmlm":
-        continue
-      layer = parts[1] if len(parts) > 1 and parts[1] in RANK else "cmlm"
-      project = parts[2] if layer == "projects" and len(parts) > 2 else None
-      yield node.lineno, layer, project
+      if name.split(".")[0] == "cmlm":
+        yield node.lineno, name
 
 
-def _is_script(path):
-  """Scripts and a project's command modules (`register_command`) sit on
-  top, with the command line."""
-  with open(path, encoding="utf-8") as f:
-    text = f.read()
-  return ('if __name__ == "__main__":' in text
-          or "commands.register_command(" in text)
+def _layer(name):
+  """(layer, project or None) of a module of the garden."""
+  parts = name.split(".")
+  layer = parts[1] if len(parts) > 1 and parts[1] in RANK else "cmlm"
+  project = parts[2] if layer == "projects" and len(parts) > 2 else None
+  return layer, project
 
 
-def _library_modules():
-  """(layer, project or None, path) of every library module of the core's
-  layers and of the projects (cmlm/ is the top: it may import anything)."""
+def garden_imports(path):
+  """(line, layer, project or None) of every import of the garden in a
+  file: `cmlm.modeling.x` is layer modeling, `cmlm.projects.misad.x` is
+  layer projects of project misad, `cmlm.x` (not a layer) is layer cmlm."""
+  for line, name in _garden_names(_parse(path)):
+    yield (line,) + _layer(name)
+
+
+def main_block_lines(tree):
+  """The lines of a module's top-level `if __name__ == "__main__":` blocks."""
+  lines = set()
+  for node in tree.body:
+    if (isinstance(node, ast.If) and
+        ast.unparse(node.test) in ("__name__ == '__main__'",
+                                   "'__main__' == __name__")):
+      lines.update(range(node.lineno, node.end_lineno + 1))
+  return lines
+
+
+def layered_imports(path):
+  """`garden_imports` that the layers bind: all but those inside the
+  `__main__` block and, in a command module, those of `cmlm.commands`."""
+  tree = _parse(path)
+  exempt = main_block_lines(tree)
+  command_module = any(
+      isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+      and node.func.attr == "register_command" for node in ast.walk(tree))
+  for line, name in _garden_names(tree):
+    if line in exempt:
+      continue
+    if command_module and (name == "cmlm.commands" or
+                           name.startswith("cmlm.commands.")):
+      continue
+    yield (line,) + _layer(name)
+
+
+def _modules(root=REPO_ROOT):
+  """(layer, project or None, path) of every module of the core's layers
+  and of the projects, scripts included (cmlm/ is the top: it may import
+  anything)."""
   for layer in LAYERS[:-1]:
-    for path in walk_sources(os.path.join(REPO_ROOT, layer)):
-      relative = os.path.relpath(path, REPO_ROOT).split(os.sep)
-      if "tests" in relative[1:] or _is_script(path):
+    for path in walk_sources(os.path.join(root, layer)):
+      relative = os.path.relpath(path, root).split(os.sep)
+      if "tests" in relative[1:]:
         continue
       project = relative[1] if layer == "projects" and len(relative) > 2 else None
       yield layer, project, path
 
 
-def test_every_library_import_points_down_the_layers():
+def upward_imports(root=REPO_ROOT):
+  """'path:line imports cmlm.<layer>' of every module's import of a higher
+  layer, under `root`."""
   upward = []
-  for layer, _, path in _library_modules():
-    for line, imported, _ in garden_imports(path):
+  for layer, _, path in _modules(root):
+    for line, imported, _ in layered_imports(path):
       if RANK[imported] > RANK[layer]:
-        upward.append(f"{os.path.relpath(path, REPO_ROOT)}:{line} imports "
-                      f"cmlm.{imported}")
+        target = "cmlm" if imported == "cmlm" else f"cmlm.{imported}"
+        upward.append(f"{os.path.relpath(path, root)}:{line} imports {target}")
+  return upward
+
+
+def test_every_import_points_down_the_layers():
+  upward = upward_imports()
   assert not upward, "imports from a lower layer to a higher one:\n" + (
       "\n".join(upward))
 
 
 def test_a_project_imports_no_other_project():
+  """Not even in a script's `__main__` block: deleting one project leaves
+  every other one whole."""
   crossing = []
-  for _, project, path in _library_modules():
+  for _, project, path in _modules():
     for line, _, imported in garden_imports(path):
       if project and imported and imported != project:
         crossing.append(f"{os.path.relpath(path, REPO_ROOT)}:{line} imports "
@@ -119,6 +172,41 @@ def test_the_check_sees_upward_and_crossing_imports(tmp_path):
   assert found == [(2, "training", None), (3, "projects", "misad"),
                    (4, "cmlm", None)]
   assert RANK["training"] > RANK["modeling"]
+
+
+def test_the_check_exempts_a_scripts_main_block_and_nothing_else(tmp_path):
+  """A script of experiments/ importing the top layer at module level is
+  caught; the same import inside `if __name__ == "__main__":` is not; a
+  command module may import `cmlm.commands` and nothing else above it."""
+  script = tmp_path / "experiments" / "evidence.py"
+  script.parent.mkdir()
+  script.write_text('''import sys
+from cmlm import demo_measures
+
+
+def main():
+  from cmlm import registry_imports
+
+
+if __name__ == "__main__":
+  from cmlm import registry_imports
+  main()
+''', encoding="utf-8")
+  assert main_block_lines(_parse(str(script))) == {9, 10, 11}
+  assert upward_imports(str(tmp_path)) == [
+      os.path.join("experiments", "evidence.py") + ":2 imports cmlm",
+      os.path.join("experiments", "evidence.py") + ":6 imports cmlm"]
+  command = tmp_path / "projects" / "mine" / "mine_command.py"
+  command.parent.mkdir(parents=True)
+  command.write_text('''from cmlm import commands
+from cmlm.commands import flag_parsing
+from cmlm import demo
+commands.register_command(None)
+''', encoding="utf-8")
+  script.write_text("", encoding="utf-8")
+  assert upward_imports(str(tmp_path)) == [
+      os.path.join("projects", "mine", "mine_command.py") +
+      ":3 imports cmlm"]
 
 
 def test_only_the_cmlm_package_sets_tf_use_legacy_keras():

@@ -41,6 +41,7 @@ sys.path.insert(0, REPO_ROOT)
 
 from cmlm.evaluation import encoders  # noqa: E402
 from cmlm.evaluation import runner  # noqa: E402
+from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.experiments import evidence_measures  # noqa: E402
 from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
 from cmlm.experiments.command_runs import cmlm  # noqa: E402
@@ -135,14 +136,14 @@ def dev_questions(path):
 def evaluate(model, questions):
   encoder = encoders.load_encoder(model, show_progress=False)
   credits = analogy.question_credits(encoder, questions)
-  samples = {"word analogy": protocol.mean_sample(credits, 100)}
+  samples = {"word analogy": statistics.mean_sample(credits, 100)}
   for kind in ("semantic", "syntactic"):
-    samples[kind] = protocol.mean_sample(
+    samples[kind] = statistics.mean_sample(
         [c for c, k in zip(credits, questions.kinds) if k == kind], 100)
   samples["sts-b"] = evidence_measures.sts_sample(
       encoder, evidence_measures.sts_pairs("sts-b", runner.DEFAULT_DATA_DIR))
   for name, sample in samples.items():
-    print(f"  {name}: {protocol.statistic(sample):.2f}", flush=True)
+    print(f"  {name}: {statistics.statistic(sample):.2f}", flush=True)
   return samples
 
 

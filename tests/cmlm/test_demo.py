@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from cmlm import demo
-from cmlm import demo_measures
+from cmlm.evaluation import demo_measures
 from cmlm.experiments import registry_imports  # noqa: F401  (registers experiments)
 from official.core import exp_factory
 from official.core import task_factory

@@ -3,9 +3,9 @@ overlap filter between training bitext and evaluation sentences."""
 import numpy as np
 import pytest
 
+from cmlm.evaluation import statistics
 from cmlm.evaluation.transfer_readers import LabelledSentences
 from cmlm.experiments import evidence_measures as measures
-from cmlm.experiments import evidence_protocol as protocol
 
 
 def test_training_pairs_that_hold_an_evaluation_sentence_are_left_out():
@@ -48,4 +48,4 @@ def test_tatoeba_sample_credits_each_query_in_both_directions():
                                                     ["e0", "e1"])})
   # f0 -> e1, f1 -> e0 (both wrong); e0 -> f0 (right), e1 -> f0 (wrong).
   assert sample["values"] == [0.0, 0.0, 1.0, 0.0]
-  assert protocol.statistic(sample) == pytest.approx(25.0)
+  assert statistics.statistic(sample) == pytest.approx(25.0)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from cmlm import demo_measures
+from cmlm.evaluation import demo_measures
 from tests import helpers
 
 NUM_PAIRS, SEQ_LENGTH = 120, 6

@@ -11,7 +11,9 @@
   held-out s2 by cosine with its s1, read as top-1 and top-10 accuracy, mean
   reciprocal rank (with a paired bootstrap interval of its gain between two
   encoders) and median rank.
-* STS-B dev Spearman (table 2's zero-shot STS), through `evaluation/`.
+* STS-B dev Spearman (table 2's zero-shot STS), through `sts`.
+
+The intervals are `statistics`' paired bootstrap.
 """
 import copy
 import os
@@ -23,12 +25,12 @@ import tensorflow as tf
 from cmlm.data_pipelines import cmlm_dataloader
 from cmlm.data_pipelines import corpus
 from cmlm.evaluation import runner
+from cmlm.evaluation import statistics
 from cmlm.evaluation import sts
 from cmlm.evaluation import sts_readers
 
 STSB_DEV = os.path.join(runner.DEFAULT_DATA_DIR, "sts", "STSBenchmark",
                         "sts-dev.csv")
-BOOTSTRAP_RESAMPLES = 2000
 Features = Dict[str, np.ndarray]
 
 
@@ -130,18 +132,20 @@ def with_s1_of(features: Features, order: np.ndarray) -> Features:
           for k, v in features.items()}
 
 
-def bootstrap_gain(own: np.ndarray, other: np.ndarray, counts: np.ndarray,
-                   rng: np.random.Generator,
-                   resamples: int = BOOTSTRAP_RESAMPLES
-                   ) -> Tuple[float, Tuple[float, float]]:
-  """Mean gain per masked token (other - own), and its bootstrap 95% interval
-  over pairs (pairs resampled with replacement)."""
+def paired_gain(own: np.ndarray, other: np.ndarray, counts: np.ndarray,
+                rng: np.random.Generator,
+                resamples: int = statistics.RESAMPLES
+                ) -> Tuple[float, Tuple[float, float]]:
+  """Mean gain per masked token (other - own), and its paired bootstrap 95%
+  interval over pairs (pairs resampled with replacement)."""
   difference = other - own
   gain = float(difference.sum() / counts.sum())
-  picks = rng.integers(0, len(counts), size=[resamples, len(counts)])
-  draws = difference[picks].sum(1) / np.maximum(counts[picks].sum(1), 1)
-  low, high = np.percentile(draws, [2.5, 97.5])
-  return gain, (float(low), float(high))
+
+  def resampled_gain(_, pairs):
+    return difference[pairs].sum() / np.maximum(counts[pairs].sum(), 1)
+  draws = statistics.bootstrap_draws(resampled_gain, 1, len(counts), rng,
+                                     resamples, examples_drawn="indices")
+  return gain, statistics.percentile_interval(draws)
 
 
 def conditioning_gain(mlm_logits, features: Features, sources: np.ndarray,
@@ -160,8 +164,7 @@ def conditioning_gain(mlm_logits, features: Features, sources: np.ndarray,
       result[key], result[key + "_ci95"] = None, None
       continue
     other, _ = per_pair_mlm_loss(mlm_logits, with_s1_of(features, order))
-    result[key], result[key + "_ci95"] = bootstrap_gain(own, other, counts,
-                                                        rng)
+    result[key], result[key + "_ci95"] = paired_gain(own, other, counts, rng)
   return result
 
 
@@ -202,9 +205,8 @@ def retrieval_gain(ranks_before: np.ndarray, ranks_after: np.ndarray,
                    seed: int = 0) -> Tuple[float, Tuple[float, float]]:
   """The mean reciprocal rank after minus before, with a paired bootstrap
   95% interval over pairs (the same pairs, ranked by two encoders)."""
-  return bootstrap_gain(1.0 / ranks_before, 1.0 / ranks_after,
-                        np.ones(len(ranks_before)),
-                        np.random.default_rng(seed))
+  return paired_gain(1.0 / ranks_before, 1.0 / ranks_after,
+                     np.ones(len(ranks_before)), np.random.default_rng(seed))
 
 
 def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray],
