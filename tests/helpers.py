@@ -161,7 +161,8 @@ def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
 WHEEL_FILES = ("pyproject.toml", "setup.py", "README.md", "requirements.txt",
                "requirements-beam.txt")
 WHEEL_FOLDERS = ("cmlm", "data_pipelines", "modeling", "objectives",
-                 "training", "export", "evaluation", "experiments",
+                 "training", "inference", "export", "evaluation",
+                 "experiments",
                  "projects", "data")
 USER_PACKAGES = ("training", "evaluation", "export", "modeling")
 
