@@ -25,6 +25,7 @@ from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
 from official.modeling.hyperparams import params_dict
 from cmlm.training import checkpoints
+from cmlm.training import compat
 from cmlm.training import task as task_lib
 
 PARAMS_FILE = "params.yaml"
@@ -50,12 +51,13 @@ def check_run_dir(model_dir: str) -> None:
 
 
 def load_params(model_dir: str) -> cfg.ExperimentConfig:
-  """The experiment config that trained `model_dir` (its params.yaml)."""
+  """The experiment config that trained `model_dir` (its params.yaml; an
+  older version's keys upgraded, `compat.upgrade_params`)."""
   check_run_dir(model_dir)
   path = os.path.join(model_dir, PARAMS_FILE)
   try:
-    saved = upgrade_params(params_dict.read_yaml_to_params_dict(path)
-                           .as_dict())
+    saved = compat.upgrade_params(params_dict.read_yaml_to_params_dict(path)
+                                  .as_dict())
     params = cfg.ExperimentConfig(task=task_lib.SentenceEncoderTaskConfig())
     params.override(saved, is_strict=True)
     return params
@@ -63,18 +65,6 @@ def load_params(model_dir: str) -> cfg.ExperimentConfig:
           yaml.YAMLError) as error:
     raise ValueError(f"{path} is not the config of a sentence-encoder run of "
                      f"this garden: {error}") from None
-
-
-def upgrade_params(saved: dict) -> dict:
-  """A params.yaml of an older version of the garden, in today's keys: the
-  contextual lensing runs' `task.model.lens` is `task.model.pooling_head`
-  (type "none" dropped: no head)."""
-  model = saved.get("task", {}).get("model", {})
-  if "lens" in model:
-    lens = model.pop("lens")
-    if lens.get("type", "none") != "none":
-      model["pooling_head"] = lens
-  return saved
 
 
 def build_tokenizer(params: cfg.ExperimentConfig,

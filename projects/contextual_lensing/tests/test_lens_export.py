@@ -86,7 +86,7 @@ def test_a_run_of_the_older_layout_still_loads_and_exports(lens_run,
                                                            tmp_path):
   """Runs written before lenses became pooling heads: params.yaml says
   `task.model.lens` and the checkpoint names the lens `encoder/lens`. They
-  load (`run_dir.upgrade_params`, `checkpoints.encoder_view`) and export
+  load (`compat.upgrade_params`, `compat.stored_encoder_part`) and export
   as they did."""
   run = run_dir.load_run(lens_run)
   old = tmp_path / "old_run"
