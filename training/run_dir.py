@@ -115,7 +115,8 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
   slots and objective state are not read.
 
   The run's vocabulary is checked against its embedding table first (the
-  reading edge's one check; training checks at its own, `train.prepare`).
+  reading edge's one check; training checks at its own,
+  `prepared_run.prepare`).
 
   Returns:
     The `SiameseEncoder`, or (encoder, `ConditionalMlmHead`) with

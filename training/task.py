@@ -167,8 +167,9 @@ class SentenceEncoderTask(base_task.Task):
   def __init__(self, params: SentenceEncoderTaskConfig, logging_dir=None,
                name=None,
                objectives: Optional[Dict[str, objective_base.Objective]] = None):
-    """`objectives`: the run's, built once (`training.train.prepare`);
-    built from `params` when not given (Model Garden's `task_factory`)."""
+    """`objectives`: the run's, built once
+    (`training.prepared_run.prepare`); built from `params` when not given
+    (Model Garden's `task_factory`)."""
     super().__init__(params, logging_dir=logging_dir, name=name)
     self.objectives = (objectives if objectives is not None
                        else build_objectives(params))

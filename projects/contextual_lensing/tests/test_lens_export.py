@@ -13,6 +13,7 @@ import yaml
 from cmlm.export import exporter
 from cmlm.projects.contextual_lensing import lenses
 from cmlm.training import run_dir
+from cmlm.training import run_config
 from cmlm.training import train
 
 pytestmark = pytest.mark.slow
@@ -46,8 +47,8 @@ def lens_run(tiny_run, tmp_path_factory):
       "trainer": {"train_steps": 2, "steps_per_loop": 1,
                   "summary_interval": 1, "checkpoint_interval": 2,
                   "validation_interval": 2}}
-  params = train.build_params("lensing/tiny",
-                              params_override=json.dumps(override))
+  params = run_config.build_params("lensing/tiny",
+                                   params_override=json.dumps(override))
   model_dir = str(work / "run")
   train.run(params, model_dir)
   return model_dir
