@@ -8,7 +8,7 @@ training) the tokenization against a sample of the training text. The
 every stage of a schedule before the first one starts.
 """
 import dataclasses
-from typing import Dict
+from typing import Dict, Optional
 
 from official.core import config_definitions as cfg
 from cmlm.data_pipelines import unk_rate
@@ -20,10 +20,15 @@ from cmlm.training import task as task_lib
 @dataclasses.dataclass
 class PreparedRun:
   """A run's description, built and checked once (`prepare`), then passed
-  down: the locked config, the mode, and the objectives the task trains."""
+  down: the locked config, the mode, the objectives the task trains, and
+  `init_checkpoint`: `task.init_checkpoint` resolved to the checkpoint the
+  run starts from (`checkpoints.resolve`, once: what was checked is what is
+  restored), or None (no start, or one an earlier stage has yet to write).
+  """
   params: cfg.ExperimentConfig
   mode: str
   objectives: Dict[str, objective_base.Objective]
+  init_checkpoint: Optional[str] = None
 
 
 def prepare(params: cfg.ExperimentConfig, mode: str = "train",
@@ -37,7 +42,8 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
 
   `init_checkpoint_from_earlier_stage`: `task.init_checkpoint` is the
   directory an earlier stage of the same schedule will write
-  (`training.stages`), so it need not exist yet; everything else is checked.
+  (`training.stages`), so it need not exist yet (it is resolved when that
+  stage starts); everything else is checked.
   """
   task_config = params.task
   task_config.model.validate()
@@ -48,11 +54,12 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
     objective.validate(mode)
   task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
                                        task_config.model.encoder.vocab_size)
+  init_checkpoint = None
   if task_config.init_checkpoint and not init_checkpoint_from_earlier_stage:
-    checkpoints.resolve(task_config.init_checkpoint)
+    init_checkpoint = checkpoints.resolve(task_config.init_checkpoint)
   if "train" in mode:
     check_training_text(task_config, objectives)
-  return PreparedRun(params, mode, objectives)
+  return PreparedRun(params, mode, objectives, init_checkpoint)
 
 
 def check_trainer(trainer: cfg.TrainerConfig) -> None:

@@ -166,13 +166,17 @@ class SentenceEncoderTask(base_task.Task):
 
   def __init__(self, params: SentenceEncoderTaskConfig, logging_dir=None,
                name=None,
-               objectives: Optional[Dict[str, objective_base.Objective]] = None):
+               objectives: Optional[Dict[str, objective_base.Objective]] = None,
+               init_checkpoint: Optional[str] = None):
     """`objectives`: the run's, built once
     (`training.prepared_run.prepare`); built from `params` when not given
-    (Model Garden's `task_factory`)."""
+    (Model Garden's `task_factory`). `init_checkpoint`: `task.init_checkpoint`
+    as `prepare` resolved it; resolved when the run starts when not given
+    (`task_factory`, a stage starting from the one before it)."""
     super().__init__(params, logging_dir=logging_dir, name=name)
     self.objectives = (objectives if objectives is not None
                        else build_objectives(params))
+    self._init_checkpoint = init_checkpoint
 
   @property
   def examples_per_step(self) -> int:
@@ -285,7 +289,8 @@ class SentenceEncoderTask(base_task.Task):
     objective's `after_initialize` hook. Runs only when a run starts fresh."""
     path = self.task_config.init_checkpoint
     if path:
-      restore_items(model, checkpoints.resolve(path), required=("encoder",))
+      restore_items(model, self._init_checkpoint or checkpoints.resolve(path),
+                    required=("encoder",))
     for name, objective in model.objectives.items():
       objective.after_initialize(model.encoder, model.heads.get(name),
                                  model.states.get(name))

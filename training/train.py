@@ -203,7 +203,8 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     seed_run(params.task)
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=model_dir,
-                                   objectives=prepared.objectives)
+                                   objectives=prepared.objectives,
+                                   init_checkpoint=prepared.init_checkpoint)
       trainer = train_utils.create_trainer(
           params, task, train="train" in mode, evaluate="eval" in mode,
           trainer_cls=SentenceEncoderTrainer)
