@@ -20,6 +20,7 @@ import tensorflow as tf
 import yaml
 
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
 from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
@@ -68,10 +69,13 @@ def load_params(model_dir: str) -> cfg.ExperimentConfig:
 
 
 def build_tokenizer(params: cfg.ExperimentConfig,
-                    seq_length: Optional[int] = None
+                    seq_length: Optional[int] = None,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
                     ) -> tokenization.WordPieceTokenizer:
-  """The run's tokenizer (`task.tokenization`), as its training data had."""
-  return tokenization.build_tokenizer(params.task.tokenization, seq_length)
+  """The run's tokenizer (`task.tokenization`), as its training data had
+  (`vocab`: its vocabulary file, already read)."""
+  return tokenization.build_tokenizer(params.task.tokenization, seq_length,
+                                      vocab)
 
 
 def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None,

@@ -89,9 +89,12 @@ def seeded_data(data_config, seed: Optional[int]):
   return data_config.replace(seed=seed)
 
 
-def build_objectives(config: SentenceEncoderTaskConfig
+def build_objectives(config: SentenceEncoderTaskConfig,
+                     vocab: Optional[vocabulary.VocabularyFile] = None
                      ) -> Dict[str, objective_base.Objective]:
-  """The `Objective` of each active entry of `config.objectives`."""
+  """The `Objective` of each active entry of `config.objectives` (`vocab`:
+  `config.tokenization.vocab_file` as the run read it, for their checks and
+  tokenizers)."""
   names = config.objectives.names()
   for name in names:
     weight = getattr(config.objectives, name).weight
@@ -104,7 +107,7 @@ def build_objectives(config: SentenceEncoderTaskConfig
                      f"(given: {', '.join(names) or 'none'}): nothing to "
                      "train.")
   return {name: objective_base.objective_class(objective.type)(
-      name, objective, config.model, config.tokenization)
+      name, objective, config.model, config.tokenization, vocab=vocab)
           for name, objective in active.items()}
 
 
@@ -328,11 +331,14 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
   return sorted(items)
 
 
-def check_vocab_matches_encoder(vocab_file: str, vocab_size: int):
-  """Fails early when the vocabulary file and the embedding table disagree."""
+def check_vocab_matches_encoder(
+    vocab_file: str, vocab_size: int,
+    vocab: Optional[vocabulary.VocabularyFile] = None):
+  """Fails early when the vocabulary file and the embedding table disagree
+  (`vocab`: the file, already read)."""
   if not vocab_file:
     return
-  size = len(vocabulary.load_vocab(vocab_file))
+  size = len(vocabulary.read_vocabulary(vocab_file, vocab).tokens)
   if size != vocab_size:
     raise ValueError(
         f"The vocabulary {vocab_file} has {size} tokens but "

@@ -219,7 +219,7 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     if selecting and chief:
       best = best_checkpoint.BestCheckpointSelector(
           trainer.model, params, model_dir, best_checkpoint_scorer,
-          trainer.global_step)
+          trainer.global_step, vocab=prepared.vocab)
       actions.append(best)
     with fault_tolerance.TerminationSignal() as termination:
       runner = _ExperimentRunner(
