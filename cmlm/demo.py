@@ -75,9 +75,9 @@ def main(model_dir=None, train_steps=None):
         flush=True)
 
   validation = cmlm.validation_data
-  tokenizer = run_dir.build_tokenizer(params)
-  pairs, features, sources = demo_measures.heldout_pairs(validation,
-                                                         tokenization)
+  tokenizer = run_dir.build_tokenizer(params, vocab=prepared.vocab)
+  pairs, features, sources = demo_measures.heldout_pairs(
+      validation, tokenization, prepared.vocab)
   untrained = task_factory.get_task(params.task).build_model()
   before = measure(untrained, tokenizer, pairs, features, sources)
   bag_of_words = None
