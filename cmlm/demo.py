@@ -39,6 +39,7 @@ from cmlm.modeling.vectors import l2_normalize
 from official.core import exp_factory
 from official.core import task_factory
 from cmlm.training import run_dir
+from cmlm.training import prepared_run
 from cmlm.training import train
 
 # Relative to the working directory, as every command's outputs: an
@@ -62,7 +63,7 @@ def main(model_dir=None, train_steps=None):
   # Everything the run reads is checked before anything is written or
   # measured; the strategy first (it must exist before any TensorFlow op).
   strategy = train.make_strategy(params)
-  prepared = train.prepare(params)
+  prepared = prepared_run.prepare(params)
   if not model_dir:
     model_dir = os.path.abspath(DEFAULT_MODEL_DIR)
     replace_default_model_dir(model_dir)
@@ -74,9 +75,9 @@ def main(model_dir=None, train_steps=None):
         flush=True)
 
   validation = cmlm.validation_data
-  tokenizer = run_dir.build_tokenizer(params)
-  pairs, features, sources = demo_measures.heldout_pairs(validation,
-                                                         tokenization)
+  tokenizer = run_dir.build_tokenizer(params, vocab=prepared.vocab)
+  pairs, features, sources = demo_measures.heldout_pairs(
+      validation, tokenization, prepared.vocab)
   untrained = task_factory.get_task(params.task).build_model()
   before = measure(untrained, tokenizer, pairs, features, sources)
   bag_of_words = None

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from cmlm.data_pipelines import bitext
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 
@@ -33,13 +34,15 @@ class BitextDataConfig(cfg.DataConfig):
 
 
 def validate_config(params: BitextDataConfig,
-                    tokenization_config: tokenization.TokenizationConfig
+                    tokenization_config: tokenization.TokenizationConfig,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
                     ) -> None:
-  """One clear sentence per problem, before any data is read."""
+  """One clear sentence per problem, before any data is read (`vocab`: the
+  tokenization's vocabulary file, already read)."""
   if not params.input_path:
     raise ValueError("BitextDataConfig: input_path is empty; give TSV files "
                      "or 'source_file|target_file' pairs.")
-  tokenization_config.check()
+  tokenization_config.check(vocab=vocab)
   if params.global_batch_size < 2:
     raise ValueError("BitextDataConfig: global_batch_size must be 2 or more "
                      "(the other pairs of the batch are the negatives).")
@@ -49,10 +52,12 @@ class BitextDataLoader(data_loader.DataLoader):
   """Builds the bitext `tf.data` pipeline for one input pipeline."""
 
   def __init__(self, params: BitextDataConfig,
-               tokenization_config: tokenization.TokenizationConfig):
-    validate_config(params, tokenization_config)
+               tokenization_config: tokenization.TokenizationConfig,
+               vocab: Optional[vocabulary.VocabularyFile] = None):
+    validate_config(params, tokenization_config, vocab)
     self._params = params
     self._tokenization = tokenization_config
+    self._vocab = vocab
 
   def load(self, input_context: Optional[tf.distribute.InputContext] = None
            ) -> tf.data.Dataset:
@@ -75,7 +80,8 @@ class BitextDataLoader(data_loader.DataLoader):
                   else params.global_batch_size)
     dataset = dataset.batch(batch_size, drop_remainder=params.is_training
                             or params.drop_remainder)
-    tokenizer = tokenization.build_tokenizer(self._tokenization)
+    tokenizer = tokenization.build_tokenizer(self._tokenization,
+                                             vocab=self._vocab)
 
     def encode(source, target):
       size = tf.shape(source)[0]
@@ -93,5 +99,8 @@ class BitextDataLoader(data_loader.DataLoader):
 
 def build_bitext_dataset(params: BitextDataConfig,
                          tokenization_config: tokenization.TokenizationConfig,
-                         input_context=None) -> tf.data.Dataset:
-  return BitextDataLoader(params, tokenization_config).load(input_context)
+                         input_context=None,
+                         vocab: Optional[vocabulary.VocabularyFile] = None
+                         ) -> tf.data.Dataset:
+  return BitextDataLoader(params, tokenization_config,
+                          vocab).load(input_context)

@@ -36,6 +36,7 @@ from cmlm.data_pipelines import masking
 from cmlm.data_pipelines import pair_tfrecords
 from cmlm.data_pipelines import sequence_packing
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 
@@ -77,9 +78,11 @@ class CmlmDataConfig(cfg.DataConfig):
 
 
 def validate_config(params: CmlmDataConfig,
-                    tokenization_config: tokenization.TokenizationConfig
+                    tokenization_config: tokenization.TokenizationConfig,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
                     ) -> None:
-  """Raises ValueError, one sentence per problem, before any data is read."""
+  """Raises ValueError, one sentence per problem, before any data is read
+  (`vocab`: the tokenization's vocabulary file, already read)."""
   def fail(message):
     raise ValueError(f'CmlmDataConfig: {message}')
   if bool(params.input_path) == bool(params.tfds_name):
@@ -90,7 +93,7 @@ def validate_config(params: CmlmDataConfig,
     fail(f"tfds_split must name a split of {params.tfds_name!r}, e.g. 'train'.")
   if params.tfds_name and not params.text_feature:
     fail('text_feature must name the TFDS feature that holds the text.')
-  tokenization_config.check()
+  tokenization_config.check(vocab=vocab)
   try:
     sequence_packing.check_pair_unit(params.pair_unit)
   except ValueError as e:
@@ -117,9 +120,11 @@ def validate_config(params: CmlmDataConfig,
 
 
 def text_pairs(params: CmlmDataConfig,
-               tokenization_config: tokenization.TokenizationConfig):
+               tokenization_config: tokenization.TokenizationConfig,
+               vocab: Optional[vocabulary.VocabularyFile] = None):
   """The (s1, s2) texts of a text or TFDS source, in corpus order, built in
-  `params.pair_unit`; returns (pairs, corpus statistics, source name)."""
+  `params.pair_unit`; returns (pairs, corpus statistics, source name).
+  `vocab`: the tokenization's vocabulary file, already read."""
   stats = corpus.CorpusStats()
   if params.tfds_name:
     source = f'TFDS {params.tfds_name}[{params.tfds_split}]'
@@ -135,7 +140,7 @@ def text_pairs(params: CmlmDataConfig,
   documents = corpus.sentence_documents(documents, stats)
   if params.pair_unit == 'sequence':
     pairs = list(sequence_packing.sequence_pairs(
-        documents, sequence_packing.token_counter(tokenization_config),
+        documents, sequence_packing.token_counter(tokenization_config, vocab),
         tokenization_config.seq_length - 2, stats))
   else:
     pairs = list(corpus.sentence_pairs(documents, stats))
@@ -155,16 +160,20 @@ class CmlmDataLoader(data_loader.DataLoader):
   """
 
   def __init__(self, params: CmlmDataConfig,
-               tokenization_config: tokenization.TokenizationConfig):
-    validate_config(params, tokenization_config)
+               tokenization_config: tokenization.TokenizationConfig,
+               vocab: Optional[vocabulary.VocabularyFile] = None):
+    """`vocab`: the tokenization's vocabulary file, already read (else read
+    by each check and tokenizer)."""
+    validate_config(params, tokenization_config, vocab)
     self._params = params
     self._tokenization = tokenization_config
+    self._vocab = vocab
     self.corpus_stats: Optional[corpus.CorpusStats] = None
 
   def _in_memory_pairs(self, input_context):
     """Reads text or TFDS pairs of this pipeline's shard into a dataset."""
     params = self._params
-    pairs, stats, source = text_pairs(params, self._tokenization)
+    pairs, stats, source = text_pairs(params, self._tokenization, self._vocab)
     if input_context and params.sharding:
       # By pair index: every pipeline reads the (small) corpus and keeps an
       # equal share, whatever the sizes of the files.
@@ -243,7 +252,7 @@ class CmlmDataLoader(data_loader.DataLoader):
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     features = _CmlmFeatures(params, self._tokenization,
                              batch_size if drop_remainder else None,
-                             pipeline_id)
+                             pipeline_id, self._vocab)
     dataset = dataset.enumerate().map(
         features, num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=params.deterministic)
@@ -253,9 +262,11 @@ class CmlmDataLoader(data_loader.DataLoader):
 def build_cmlm_dataset(params: CmlmDataConfig,
                        tokenization_config: tokenization.TokenizationConfig,
                        input_context: Optional[tf.distribute.InputContext]
-                       = None) -> tf.data.Dataset:
+                       = None,
+                       vocab: Optional[vocabulary.VocabularyFile] = None
+                       ) -> tf.data.Dataset:
   """Builds the CMLM dataset; see `CmlmDataLoader` for the statistics."""
-  return CmlmDataLoader(params, tokenization_config).load(input_context)
+  return CmlmDataLoader(params, tokenization_config, vocab).load(input_context)
 
 
 class _CmlmFeatures:
@@ -263,11 +274,13 @@ class _CmlmFeatures:
 
   def __init__(self, params: CmlmDataConfig,
                tokenization_config: tokenization.TokenizationConfig,
-               batch_size: Optional[int], pipeline_id: int):
+               batch_size: Optional[int], pipeline_id: int,
+               vocab: Optional[vocabulary.VocabularyFile] = None):
     self._params = params
     self._batch_size = batch_size
     self._pipeline_id = pipeline_id
-    self.tokenizer = tokenization.build_tokenizer(tokenization_config)
+    self.tokenizer = tokenization.build_tokenizer(tokenization_config,
+                                                  vocab=vocab)
 
   def _seeds(self, batch_index):
     """Two stateless seeds per batch when `params.seed` is set, else None."""

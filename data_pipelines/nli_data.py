@@ -123,13 +123,16 @@ class NliDataLoader(data_loader.DataLoader):
   """Batches of premise_* / hypothesis_* encoder inputs and `label`."""
 
   def __init__(self, params: NliDataConfig,
-               tokenization_config: tokenization.TokenizationConfig):
+               tokenization_config: tokenization.TokenizationConfig,
+               vocab: Optional[vocabulary.VocabularyFile] = None):
+    """`vocab`: the tokenization's vocabulary file, already read."""
     if not params.input_path:
       raise ValueError("NliDataConfig: input_path is empty; give a TSV or "
                        "JSONL file, or 'lang=file,lang=file' translations.")
-    tokenization_config.check()
+    tokenization_config.check(vocab=vocab)
     self._params = params
     self._tokenization = tokenization_config
+    self._vocab = vocab
 
   def load(self, input_context=None) -> tf.data.Dataset:
     params = self._params
@@ -153,7 +156,8 @@ class NliDataLoader(data_loader.DataLoader):
                   else params.global_batch_size)
     dataset = dataset.batch(batch_size, drop_remainder=bool(
         params.is_training or params.drop_remainder))
-    tokenizer = tokenization.build_tokenizer(self._tokenization)
+    tokenizer = tokenization.build_tokenizer(self._tokenization,
+                                             vocab=self._vocab)
     num_languages = len(tables)
 
     def encode(premise, hypothesis, label):

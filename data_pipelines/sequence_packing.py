@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 
 PAIR_UNITS = ('sequence', 'sentence')
 # Sentences tokenized per call when counting tokens.
@@ -40,10 +41,12 @@ def check_pair_unit(pair_unit: str) -> None:
                      "unit) or 'sentence' (single consecutive sentences).")
 
 
-def token_counter(tokenization_config: tokenization.TokenizationConfig
+def token_counter(tokenization_config: tokenization.TokenizationConfig,
+                  vocab: Optional[vocabulary.VocabularyFile] = None
                   ) -> TokenCounter:
-  """Counts each sentence's WordPiece tokens with the run's tokenizer."""
-  tokenizer = tokenization.build_tokenizer(tokenization_config)
+  """Counts each sentence's WordPiece tokens with the run's tokenizer
+  (`vocab`: its vocabulary file, already read)."""
+  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
 
   def count(sentences: Sequence[str]) -> List[int]:
     counts = []

@@ -17,8 +17,7 @@ reference tokenizer as Hugging Face's `BertTokenizerFast` runs it, which
 models imported from Hugging Face were trained with (`huggingface_normalize`).
 """
 import dataclasses
-import hashlib
-from typing import Dict
+from typing import Dict, Optional
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -57,12 +56,17 @@ class TokenizationConfig(base_config.Config):
   seq_length: int = 64
   max_unk_rate: float = 0.05
 
-  def check(self, owner: str = 'tokenization') -> None:
-    """Raises ValueError, one sentence, for an unusable tokenization."""
+  def check(self, owner: str = 'tokenization',
+            vocab: Optional[vocabulary.VocabularyFile] = None) -> None:
+    """Raises ValueError, one sentence, for an unusable tokenization.
+
+    `vocab`: `vocab_file` already read (`vocabulary.read_vocabulary`).
+    """
     if not self.vocab_file:
       raise ValueError(f'{owner}.vocab_file is empty; set it to a WordPiece '
                        'vocabulary file.')
-    vocabulary.load_vocab(self.vocab_file)  # Checks the file and its tokens.
+    # Checks the file and its tokens.
+    vocabulary.read_vocabulary(self.vocab_file, vocab)
     if self.text_normalization not in TEXT_NORMALIZATIONS:
       raise ValueError(f'{owner}.text_normalization must be one of '
                        f'{", ".join(TEXT_NORMALIZATIONS)}, got '
@@ -75,16 +79,19 @@ class TokenizationConfig(base_config.Config):
                        'share between 0 and 1.')
 
 
-def build_tokenizer(config: TokenizationConfig,
-                    seq_length: int = None) -> 'WordPieceTokenizer':
+def build_tokenizer(config: TokenizationConfig, seq_length: int = None,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
+                    ) -> 'WordPieceTokenizer':
   """The tokenizer of `config` (the one way the garden makes one).
 
   `seq_length` replaces the config's, e.g. for serving longer inputs.
+  `vocab`: `config.vocab_file` already read (`vocabulary.read_vocabulary`).
   """
   return WordPieceTokenizer(config.vocab_file,
                             seq_length or config.seq_length,
                             lower_case=config.lower_case,
-                            text_normalization=config.text_normalization)
+                            text_normalization=config.text_normalization,
+                            vocab=vocab)
 
 
 def huggingface_normalize(sentences: tf.Tensor, lower_case: bool) -> tf.Tensor:
@@ -120,12 +127,15 @@ class VocabFileInitializer(tf.lookup.TextFileInitializer):
   A SHA-256 of the file's bytes names the same table in every process that
   reads the same vocabulary, wherever it lies, and tells two different
   vocabularies apart. (An anonymous table has no name, but TF Serving's
-  session-based loader cannot initialise one.)
+  session-based loader cannot initialise one.) `digest`: the file's
+  `vocabulary.content_digest`, when it was read already.
   """
 
-  def __init__(self, vocab_file: str):
-    with tf.io.gfile.GFile(vocab_file, 'rb') as f:
-      self._content_digest = hashlib.sha256(f.read()).hexdigest()[:32]
+  def __init__(self, vocab_file: str, digest: Optional[str] = None):
+    if digest is None:
+      with tf.io.gfile.GFile(vocab_file, 'rb') as f:
+        digest = vocabulary.content_digest(f.read())
+    self._content_digest = digest
     super().__init__(
         vocab_file,
         key_dtype=tf.string, key_index=tf.lookup.TextFileIndex.WHOLE_LINE,
@@ -147,7 +157,11 @@ class WordPieceTokenizer(tf.Module):
 
   def __init__(self, vocab_file: str, seq_length: int, lower_case: bool = True,
                name: str = 'wordpiece_tokenizer',
-               text_normalization: str = 'tf_text'):
+               text_normalization: str = 'tf_text',
+               vocab: Optional[vocabulary.VocabularyFile] = None):
+    """`vocab`: `vocab_file` already read (`vocabulary.read_vocabulary`);
+    read here when not given. (The lookup table's TF op reads the file
+    itself when the table is initialised.)"""
     super().__init__(name=name)
     if text_normalization not in TEXT_NORMALIZATIONS:
       raise ValueError(f'text_normalization must be one of '
@@ -156,9 +170,9 @@ class WordPieceTokenizer(tf.Module):
     if seq_length < 3:
       raise ValueError(f'seq_length={seq_length} leaves no room for a token '
                        'between [CLS] and [SEP]; use 3 or more.')
-    vocab = vocabulary.load_vocab(vocab_file)
-    ids = vocabulary.special_token_ids(vocab)
-    self.vocab_size = len(vocab)
+    vocab = vocabulary.read_vocabulary(vocab_file, vocab)
+    ids = vocabulary.special_token_ids(vocab.tokens)
+    self.vocab_size = len(vocab.tokens)
     self.seq_length = seq_length
     self.lower_case = lower_case
     self.text_normalization = text_normalization
@@ -170,7 +184,7 @@ class WordPieceTokenizer(tf.Module):
     # As Model Garden's BertTokenizer layer does: a hash table that answers
     # -1 for a missing key, so WordPiece can tell unknown pieces apart.
     self._vocab_table = tf.lookup.StaticHashTable(
-        VocabFileInitializer(vocab_file), default_value=-1)
+        VocabFileInitializer(vocab_file, vocab.digest), default_value=-1)
     self._bert_tokenizer = tf_text.BertTokenizer(
         self._vocab_table, token_out_type=tf.int64,
         unknown_token=vocabulary.UNK,

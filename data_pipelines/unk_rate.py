@@ -75,15 +75,17 @@ def _rate(tokenizer: tokenization.WordPieceTokenizer,
 
 
 def measure(config: tokenization.TokenizationConfig,
-            sentences: Sequence[str]) -> UnkRate:
+            sentences: Sequence[str],
+            vocab: Optional[vocabulary.VocabularyFile] = None) -> UnkRate:
   """The [UNK] rate of `sentences` under `config`, and with `lower_case`
-  flipped."""
+  flipped. `vocab`: `config.vocab_file` already read."""
   sentences = [s for s in sentences if s.strip()]
+  vocab = vocabulary.read_vocabulary(config.vocab_file, vocab)
   rates = []
   for lower_case in (config.lower_case, not config.lower_case):
     tokenizer = tokenization.WordPieceTokenizer(
         config.vocab_file, config.seq_length, lower_case=lower_case,
-        text_normalization=config.text_normalization)
+        text_normalization=config.text_normalization, vocab=vocab)
     unknown, total = _rate(tokenizer, sentences)
     rates.append((unknown / total if total else 0.0, total))
   return UnkRate(rates[0][0], rates[1][0], rates[0][1], len(sentences))
@@ -92,7 +94,9 @@ def measure(config: tokenization.TokenizationConfig,
 def check(config: tokenization.TokenizationConfig, sentences: Sequence[str],
           source: str, refuse: bool = True,
           owner: str = "task.tokenization",
-          verbose: bool = True) -> Optional[UnkRate]:
+          verbose: bool = True,
+          vocab: Optional[vocabulary.VocabularyFile] = None
+          ) -> Optional[UnkRate]:
   """Prints the [UNK] rate of `sentences` (text of `source`) and acts on it.
 
   A casing mismatch (`casing_mismatch`, or a rate above
@@ -100,9 +104,10 @@ def check(config: tokenization.TokenizationConfig, sentences: Sequence[str],
   ValueError (`refuse`) or prints a warning. A rate above the limit
   otherwise: a warning (the vocabulary does not cover the text). `verbose`:
   print the rate even when all is well. Returns None for no sentences (the
-  vocabulary's own casing is still checked).
+  vocabulary's own casing is still checked). `vocab`: `config.vocab_file`
+  already read (`vocabulary.read_vocabulary`).
   """
-  result = measure(config, sentences) if sentences else None
+  result = measure(config, sentences, vocab) if sentences else None
   casing = "true" if config.lower_case else "false"
   other = "false" if config.lower_case else "true"
   if verbose and result and result.tokens:
@@ -111,7 +116,7 @@ def check(config: tokenization.TokenizationConfig, sentences: Sequence[str],
           f"{casing}; {100 * result.other_casing_rate:.1f}% with {other}).",
           flush=True)
   limit = config.max_unk_rate
-  message = casing_mismatch(config, sentences or (), source, owner)
+  message = casing_mismatch(config, sentences or (), source, owner, vocab)
   if (message is None and result and result.tokens and
       result.casing_mismatch_suspected(limit)):
     message = (
@@ -134,7 +139,9 @@ def check(config: tokenization.TokenizationConfig, sentences: Sequence[str],
 
 def casing_mismatch(config: tokenization.TokenizationConfig,
                     sentences: Sequence[str], source: str,
-                    owner: str = "task.tokenization") -> Optional[str]:
+                    owner: str = "task.tokenization",
+                    vocab: Optional[vocabulary.VocabularyFile] = None
+                    ) -> Optional[str]:
   """Why the vocabulary's casing cannot fit `config.lower_case` (one line
   naming the setting to change), or None.
 
@@ -144,12 +151,14 @@ def casing_mismatch(config: tokenization.TokenizationConfig,
   false: an uncased vocabulary (at most `UNCASED_VOCABULARY_SHARE` such
   entries) does not fit `sentences` (text of `source`) when more than
   `UPPER_CASE_WORD_SHARE` of their words hold upper-case letters.
-  `config.max_unk_rate` 1 turns this off.
+  `config.max_unk_rate` 1 turns this off. `vocab`: `config.vocab_file`
+  already read.
   """
   if not config.vocab_file or config.max_unk_rate >= 1:
     return None
   entries = [token[2:] if token.startswith("##") else token
-             for token in vocabulary.load_vocab(config.vocab_file)
+             for token in vocabulary.read_vocabulary(config.vocab_file,
+                                                     vocab).tokens
              if not (token.startswith("[") and token.endswith("]"))]
   upper = [token for token in entries if _has_upper_case(token)]
   share = len(upper) / max(len(entries), 1)

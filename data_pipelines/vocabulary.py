@@ -9,10 +9,13 @@ Text" (section 4.4). `build_wordpiece_vocab` is that library call;
 
 A vocabulary file has one token per line; the line number is the token id.
 It must hold the special tokens below, with [PAD] as id 0 because the
-pipeline pads with zeros.
+pipeline pads with zeros. A run reads its vocabulary file once
+(`read_vocabulary`) and passes what it read to every check and tokenizer.
 """
+import dataclasses
+import hashlib
 import os
-from typing import Iterable, List, Sequence, Union
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
@@ -41,14 +44,57 @@ def check_vocab(vocab: Sequence[str], source: str = 'the vocabulary') -> None:
         'because sequences are padded with zeros.')
 
 
+@dataclasses.dataclass(frozen=True)
+class VocabularyFile:
+  """A vocabulary file as read once (`read_vocabulary`).
+
+  Attributes:
+    path: the file.
+    tokens: its tokens in id order, checked as `load_vocab` checks them.
+    digest: `content_digest` of its bytes (it names the tokenizer's lookup
+      table, `tokenization.VocabFileInitializer`).
+  """
+  path: str
+  tokens: Tuple[str, ...]
+  digest: str
+
+
+def read_vocabulary(path: str,
+                    already_read: Optional[VocabularyFile] = None
+                    ) -> VocabularyFile:
+  """The vocabulary file `path`, read and checked as `load_vocab` does.
+
+  `already_read`, when it is that file, is returned as it is: a run reads
+  its vocabulary once (`training.prepared_run.prepare`) and passes it along.
+  """
+  if already_read is not None and already_read.path == path:
+    return already_read
+  data = _read_bytes(path)
+  return VocabularyFile(path, tuple(_checked_tokens(data, path)),
+                        content_digest(data))
+
+
 def load_vocab(path: str) -> List[str]:
   """Reads and checks a vocabulary file; returns its tokens in id order."""
+  return _checked_tokens(_read_bytes(path), path)
+
+
+def content_digest(data: bytes) -> str:
+  """A SHA-256 of a vocabulary file's bytes (32 hex digits): the same
+  vocabulary, wherever it lies, has the same digest."""
+  return hashlib.sha256(data).hexdigest()[:32]
+
+
+def _read_bytes(path: str) -> bytes:
   if not path:
     raise VocabularyError('No vocabulary file was given.')
   if not tf.io.gfile.exists(path):
     raise VocabularyError(f'The vocabulary file {path!r} does not exist.')
   with tf.io.gfile.GFile(path, 'rb') as f:
-    data = f.read()
+    return f.read()
+
+
+def _checked_tokens(data: bytes, path: str) -> List[str]:
   try:
     text = data.decode('utf-8')
   except UnicodeDecodeError:

@@ -48,7 +48,7 @@ def registry_section() -> str:
   from cmlm.modeling import pooling_heads
   from cmlm.objectives import base as objective_base
   from cmlm.training import stages
-  from cmlm.training import train
+  from cmlm.training import run_config
   # pylint: enable=g-import-not-at-top
   task_rows = "\n".join(
       f"| `{task.name}` | {task.paper} | `{task.headline}` | "
@@ -61,7 +61,7 @@ def registry_section() -> str:
       "What `cmlm.registry_imports` (the core, then each project) "
       "registers.\n\n"
       "### Experiments (`train --experiment`)\n\n"
-      + _bullets(train.registered_experiments()) +
+      + _bullets(run_config.registered_experiments()) +
       "\n### Stage schedules (`stages --schedule`)\n\n"
       + _bullets(stages.registered_schedules()) +
       "\n### Objective types (`task.objectives.<name>.type`)\n\n"

@@ -44,10 +44,11 @@ def corpus_sources(input_path: str) -> List[str]:
   return [part for part in input_path.split(",") if part.strip()]
 
 
-def heldout_pairs(data_config, tokenization_config
+def heldout_pairs(data_config, tokenization_config, vocab=None
                   ) -> Tuple[List[Tuple[str, str]], Features, np.ndarray]:
   """Every held-out pair of every source: texts, CMLM features (s1 first,
-  never swapped, masks seeded) and each pair's source index."""
+  never swapped, masks seeded) and each pair's source index. `vocab`: the
+  tokenization's vocabulary file, already read (`PreparedRun.vocab`)."""
   texts, batches, sources = [], [], []
   for index, source in enumerate(corpus_sources(data_config.input_path)):
     config = copy.deepcopy(data_config)
@@ -55,13 +56,14 @@ def heldout_pairs(data_config, tokenization_config
     config.is_training, config.drop_remainder = False, False
     config.seed = config.seed if config.seed is not None else 1
     try:
-      pairs = cmlm_dataloader.text_pairs(config, tokenization_config)[0]
+      pairs = cmlm_dataloader.text_pairs(config, tokenization_config,
+                                         vocab)[0]
     except corpus.CorpusError:
       continue  # no held-out document with two sentences
     texts.extend(pairs)
     sources.extend([index] * len(pairs))
     batches.extend(cmlm_dataloader.build_cmlm_dataset(
-        config, tokenization_config).as_numpy_iterator())
+        config, tokenization_config, vocab=vocab).as_numpy_iterator())
   if not texts:
     raise corpus.CorpusError(
         f"{data_config.input_path} holds no held-out pair (no held-out "

@@ -215,7 +215,7 @@ def cmlm_xnli() -> cfg.ExperimentConfig:
   model = base.task.model
   # NLI reads the sentence embedding only: no projection head is trained
   # (a source that embeds with "proj" keeps its own; see
-  # `training.train.adopt_init_checkpoint_encoder`).
+  # `training.run_config.adopt_init_checkpoint_encoder`).
   model.num_projections = 0
   return cfg.ExperimentConfig(
       task=SentenceEncoderTaskConfig(

@@ -28,6 +28,7 @@ import tensorflow as tf
 import tf_keras
 
 from cmlm.data_pipelines.tokenization import TokenizationConfig
+from cmlm.data_pipelines.vocabulary import VocabularyFile
 from cmlm.modeling import losses
 from cmlm.modeling.model_builder import SiameseEncoderConfig
 from cmlm.modeling.siamese_encoder import SiameseEncoder
@@ -75,16 +76,21 @@ class Objective:
     config: its `ObjectiveConfig`.
     model_config: the run's `SiameseEncoderConfig`.
     tokenization: the run's `TokenizationConfig`.
+    vocab: its vocabulary file as the run read it once
+      (`training.prepared_run.prepare`), for the objective's checks and
+      tokenizers; None: they read `tokenization.vocab_file` themselves.
   """
   config_cls: Type[ObjectiveConfig] = ObjectiveConfig
 
   def __init__(self, name: str, config: ObjectiveConfig,
                model_config: SiameseEncoderConfig,
-               tokenization: TokenizationConfig):
+               tokenization: TokenizationConfig,
+               vocab: Optional[VocabularyFile] = None):
     self.name = name
     self.config = config
     self.model_config = model_config
     self.tokenization = tokenization
+    self.vocab = vocab
 
   # Data.
   def validate(self, mode: str) -> None:

@@ -39,11 +39,12 @@ class BitextRetrievalObjective(base.Objective):
   config_cls = BitextRetrievalObjectiveConfig
 
   def check_data(self, data_config):
-    bitext_dataloader.validate_config(data_config, self.tokenization)
+    bitext_dataloader.validate_config(data_config, self.tokenization,
+                                      self.vocab)
 
   def build_inputs(self, data_config, input_context=None):
     return bitext_dataloader.build_bitext_dataset(
-        data_config, self.tokenization, input_context)
+        data_config, self.tokenization, input_context, self.vocab)
 
   def text_sample(self, data_config, max_sentences):
     return unk_rate.sides(bitext.iter_bitext(

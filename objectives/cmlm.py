@@ -51,13 +51,15 @@ class CmlmObjective(base.MaskedTokenObjective):
   config_cls = CmlmObjectiveConfig
 
   def check_data(self, data_config):
-    cmlm_dataloader.validate_config(data_config, self.tokenization)
+    cmlm_dataloader.validate_config(data_config, self.tokenization,
+                                    self.vocab)
     if self.config.skip and not self.config.condition:
       raise ValueError("skip=true reads the projections of s1; it needs "
                        "condition=true.")
 
   def build_inputs(self, data_config, input_context=None):
-    loader = cmlm_dataloader.CmlmDataLoader(data_config, self.tokenization)
+    loader = cmlm_dataloader.CmlmDataLoader(data_config, self.tokenization,
+                                            self.vocab)
     dataset = loader.load(input_context)
     if loader.corpus_stats is not None:
       # Shown on the console: how much of the corpus became sentence pairs

@@ -37,11 +37,12 @@ class NliObjective(base.Objective):
   config_cls = NliObjectiveConfig
 
   def check_data(self, data_config):
-    nli_data.NliDataLoader(data_config, self.tokenization)  # checks paths
+    nli_data.NliDataLoader(data_config, self.tokenization,
+                           self.vocab)  # checks paths
 
   def build_inputs(self, data_config, input_context=None):
-    return nli_data.NliDataLoader(data_config,
-                                  self.tokenization).load(input_context)
+    return nli_data.NliDataLoader(data_config, self.tokenization,
+                                  self.vocab).load(input_context)
 
   def text_sample(self, data_config, max_sentences):
     # The premises and hypotheses of each translation's first rows.

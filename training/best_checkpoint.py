@@ -103,7 +103,9 @@ class BestCheckpointSelector:
   """
 
   def __init__(self, model, params, model_dir: str, scorer: Scorer,
-               global_step: tf.Variable, stream=None):
+               global_step: tf.Variable, stream=None, vocab=None):
+    """`vocab`: the run's vocabulary file, already read
+    (`data_pipelines.vocabulary.VocabularyFile`)."""
     trainer = params.trainer
     check_config(trainer)
     self.metric = trainer.best_checkpoint_eval_metric
@@ -112,7 +114,7 @@ class BestCheckpointSelector:
     self._scorer = scorer
     self._global_step = global_step
     self._embedder = embedder.encoder_embedder(
-        model.encoder, run_dir.build_tokenizer(params))
+        model.encoder, run_dir.build_tokenizer(params, vocab=vocab))
     self._checkpoint = tf.train.Checkpoint(global_step=global_step,
                                            **model.checkpoint_items)
     self.exporter = StepNamedExporter(

@@ -8,7 +8,8 @@ are the `transformer`, the CMLM `projection_head` and a trained
 `pooling_head`, each present only when the run had it. Every reader of a
 checkpoint (a run starting from `task.init_checkpoint`, export, eval,
 encode, pcr) finds it with `resolve` and reads the encoder through
-`encoder_view`, so all of them follow the same rules. When a run saves them:
+`encoder_view`, so all of them follow the same rules (and read older runs'
+part names, `compat.stored_encoder_part`). When a run saves them:
 `save_at_interval_multiples`.
 """
 import os
@@ -16,10 +17,9 @@ from typing import List, Set, Tuple
 
 import tensorflow as tf
 
+from cmlm.training import compat
+
 ENCODER = "encoder"
-# The pooling head's name in checkpoints written before pooling heads were
-# registered (the contextual lensing runs called it the encoder's `lens`).
-_LEGACY_PART_NAMES = {"pooling_head": "lens"}
 
 
 def resolve(path: str, what: str = "task.init_checkpoint") -> str:
@@ -77,8 +77,7 @@ def encoder_view(encoder, checkpoint_path: str, allow_fresh: bool = False
     part = getattr(encoder, name)
     if part is None or not part.weights:
       continue
-    stored_as = next((n for n in (name, _LEGACY_PART_NAMES.get(name))
-                      if n in stored), None)
+    stored_as = compat.stored_encoder_part(name, stored)
     if stored_as:
       parts[stored_as] = part
     elif allow_fresh:

@@ -20,11 +20,13 @@ import tensorflow as tf
 import yaml
 
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
 from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
 from official.modeling.hyperparams import params_dict
 from cmlm.training import checkpoints
+from cmlm.training import compat
 from cmlm.training import task as task_lib
 
 PARAMS_FILE = "params.yaml"
@@ -50,12 +52,13 @@ def check_run_dir(model_dir: str) -> None:
 
 
 def load_params(model_dir: str) -> cfg.ExperimentConfig:
-  """The experiment config that trained `model_dir` (its params.yaml)."""
+  """The experiment config that trained `model_dir` (its params.yaml; an
+  older version's keys upgraded, `compat.upgrade_params`)."""
   check_run_dir(model_dir)
   path = os.path.join(model_dir, PARAMS_FILE)
   try:
-    saved = upgrade_params(params_dict.read_yaml_to_params_dict(path)
-                           .as_dict())
+    saved = compat.upgrade_params(params_dict.read_yaml_to_params_dict(path)
+                                  .as_dict())
     params = cfg.ExperimentConfig(task=task_lib.SentenceEncoderTaskConfig())
     params.override(saved, is_strict=True)
     return params
@@ -65,23 +68,14 @@ def load_params(model_dir: str) -> cfg.ExperimentConfig:
                      f"this garden: {error}") from None
 
 
-def upgrade_params(saved: dict) -> dict:
-  """A params.yaml of an older version of the garden, in today's keys: the
-  contextual lensing runs' `task.model.lens` is `task.model.pooling_head`
-  (type "none" dropped: no head)."""
-  model = saved.get("task", {}).get("model", {})
-  if "lens" in model:
-    lens = model.pop("lens")
-    if lens.get("type", "none") != "none":
-      model["pooling_head"] = lens
-  return saved
-
-
 def build_tokenizer(params: cfg.ExperimentConfig,
-                    seq_length: Optional[int] = None
+                    seq_length: Optional[int] = None,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
                     ) -> tokenization.WordPieceTokenizer:
-  """The run's tokenizer (`task.tokenization`), as its training data had."""
-  return tokenization.build_tokenizer(params.task.tokenization, seq_length)
+  """The run's tokenizer (`task.tokenization`), as its training data had
+  (`vocab`: its vocabulary file, already read)."""
+  return tokenization.build_tokenizer(params.task.tokenization, seq_length,
+                                      vocab)
 
 
 def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None,
@@ -125,7 +119,8 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
   slots and objective state are not read.
 
   The run's vocabulary is checked against its embedding table first (the
-  reading edge's one check; training checks at its own, `train.prepare`).
+  reading edge's one check; training checks at its own,
+  `prepared_run.prepare`).
 
   Returns:
     The `SiameseEncoder`, or (encoder, `ConditionalMlmHead`) with

@@ -30,6 +30,8 @@ from official.core import exp_factory
 from official.modeling import hyperparams
 from official.modeling.hyperparams import base_config
 from cmlm.training import run_lock
+from cmlm.training import prepared_run
+from cmlm.training import run_config
 from cmlm.training import train
 
 _SCHEDULES: Dict[str, "ScheduleConfig"] = {}
@@ -105,8 +107,8 @@ def stage_params(experiment: str, stage: StageConfig, init_checkpoint: str,
                  tpu: Optional[str] = None) -> cfg.ExperimentConfig:
   """One stage's config: the experiment + the user's YAML and overrides
   (and `tpu`, runtime.tpu), with exactly the stage's objectives and steps."""
-  params = train.build_params(experiment, config_files, params_override,
-                              tpu=tpu, lock=False)
+  params = run_config.build_params(experiment, config_files,
+                                   params_override, tpu=tpu, lock=False)
   weights = stage.objectives.as_dict()
   names = params.task.objectives.names()
   unknown = sorted(set(weights) - set(names))
@@ -169,7 +171,7 @@ def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
   prepared = []
   for index, stage, stage_dir, init_stage, params in runs:
     with _naming_the_stage(index, schedule):
-      prepared.append(train.prepare(
+      prepared.append(prepared_run.prepare(
           params, "train", init_checkpoint_from_earlier_stage=bool(init_stage)))
   print(f"== {schedule}: {len(runs)} stage(s) checked (config, objectives, "
         "data, vocabulary).", flush=True)

@@ -89,9 +89,12 @@ def seeded_data(data_config, seed: Optional[int]):
   return data_config.replace(seed=seed)
 
 
-def build_objectives(config: SentenceEncoderTaskConfig
+def build_objectives(config: SentenceEncoderTaskConfig,
+                     vocab: Optional[vocabulary.VocabularyFile] = None
                      ) -> Dict[str, objective_base.Objective]:
-  """The `Objective` of each active entry of `config.objectives`."""
+  """The `Objective` of each active entry of `config.objectives` (`vocab`:
+  `config.tokenization.vocab_file` as the run read it, for their checks and
+  tokenizers)."""
   names = config.objectives.names()
   for name in names:
     weight = getattr(config.objectives, name).weight
@@ -104,7 +107,7 @@ def build_objectives(config: SentenceEncoderTaskConfig
                      f"(given: {', '.join(names) or 'none'}): nothing to "
                      "train.")
   return {name: objective_base.objective_class(objective.type)(
-      name, objective, config.model, config.tokenization)
+      name, objective, config.model, config.tokenization, vocab=vocab)
           for name, objective in active.items()}
 
 
@@ -166,12 +169,17 @@ class SentenceEncoderTask(base_task.Task):
 
   def __init__(self, params: SentenceEncoderTaskConfig, logging_dir=None,
                name=None,
-               objectives: Optional[Dict[str, objective_base.Objective]] = None):
-    """`objectives`: the run's, built once (`training.train.prepare`);
-    built from `params` when not given (Model Garden's `task_factory`)."""
+               objectives: Optional[Dict[str, objective_base.Objective]] = None,
+               init_checkpoint: Optional[str] = None):
+    """`objectives`: the run's, built once
+    (`training.prepared_run.prepare`); built from `params` when not given
+    (Model Garden's `task_factory`). `init_checkpoint`: `task.init_checkpoint`
+    as `prepare` resolved it; resolved when the run starts when not given
+    (`task_factory`, a stage starting from the one before it)."""
     super().__init__(params, logging_dir=logging_dir, name=name)
     self.objectives = (objectives if objectives is not None
                        else build_objectives(params))
+    self._init_checkpoint = init_checkpoint
 
   @property
   def examples_per_step(self) -> int:
@@ -284,7 +292,8 @@ class SentenceEncoderTask(base_task.Task):
     objective's `after_initialize` hook. Runs only when a run starts fresh."""
     path = self.task_config.init_checkpoint
     if path:
-      restore_items(model, checkpoints.resolve(path), required=("encoder",))
+      restore_items(model, self._init_checkpoint or checkpoints.resolve(path),
+                    required=("encoder",))
     for name, objective in model.objectives.items():
       objective.after_initialize(model.encoder, model.heads.get(name),
                                  model.states.get(name))
@@ -322,11 +331,14 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
   return sorted(items)
 
 
-def check_vocab_matches_encoder(vocab_file: str, vocab_size: int):
-  """Fails early when the vocabulary file and the embedding table disagree."""
+def check_vocab_matches_encoder(
+    vocab_file: str, vocab_size: int,
+    vocab: Optional[vocabulary.VocabularyFile] = None):
+  """Fails early when the vocabulary file and the embedding table disagree
+  (`vocab`: the file, already read)."""
   if not vocab_file:
     return
-  size = len(vocabulary.load_vocab(vocab_file))
+  size = len(vocabulary.read_vocabulary(vocab_file, vocab).tokens)
   if size != vocab_size:
     raise ValueError(
         f"The vocabulary {vocab_file} has {size} tokens but "

@@ -1,8 +1,9 @@
 """Training a run: Model Garden's train_lib + orbit, one strategy scope.
 
-`build_params` makes an experiment's config from Model Garden's inputs (the
-experiment name, YAML files, `a.b=c` overrides) and our `strategy`; `run`
-trains (and/or evaluates) it in a model_dir. `python -m cmlm train`
+`run_config.build_params` makes an experiment's config from Model Garden's
+inputs (the experiment name, YAML files, `a.b=c` overrides) and our
+`strategy`; `prepared_run.prepare` builds and checks it once; `run` trains
+(and/or evaluates) it in a model_dir. `python -m cmlm train`
 (cmlm/commands/train.py) is the command over them. Checkpoints and
 TensorBoard summaries (loss, each objective's loss and metrics,
 learning_rate, examples_per_second) go to the model_dir; a run started again
@@ -20,261 +21,32 @@ the current loop on TPUs and across workers), then stops the run
 import contextlib
 import copy
 import dataclasses
-import os
 import shutil
 import tempfile
-import time
-from typing import Dict, Optional, Sequence
+from typing import Optional
 
-import orbit
 import tensorflow as tf
 import tf_keras
 
 from official.common import distribute_utils
-from official.core import config_definitions as cfg
-from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
-from official.modeling import hyperparams
 from official.modeling import performance
-from cmlm.data_pipelines import unk_rate
-from cmlm.modeling import model_builder
-from cmlm.objectives import base as objective_base
 from cmlm.training import best_checkpoint
-from cmlm.training import fault_tolerance
-from cmlm.training import run_dir
-from cmlm.training import run_lock
-from cmlm.training import task as task_lib
 from cmlm.training import checkpoints
+from cmlm.training import fault_tolerance
+from cmlm.training import run_lock
+from cmlm.training import prepared_run
+from cmlm.training import progress as progress_lib
 from cmlm.training.strategies import PRECISIONS
-from cmlm.training.strategies import STRATEGIES
 from cmlm.training.trainer import SentenceEncoderTrainer
-
-
-
-class ProgressReporter:
-  """An orbit train action printing step, losses, metrics, speed and ETA.
-
-  Prints `loss`, then every objective's `<name>/<metric>` (its loss and
-  whatever metrics it declares), examples/s and the learning rate.
-  """
-
-  def __init__(self, total_steps: int, global_step: tf.Variable):
-    self._total = total_steps
-    self._global_step = global_step
-    self._last = None  # (time, step) of the previous report
-    self.first_loss = None  # mean training loss of the first loop
-    self.last_loss = None   # ... and of the latest one
-
-  def __call__(self, output):
-    now, step = time.perf_counter(), int(self._global_step.numpy())
-    fields = [f"step {step}/{self._total} ({100 * step / self._total:.0f}%)"]
-    output = tf.nest.map_structure(orbit.utils.get_value, output)
-    if "training_loss" in output:
-      self.last_loss = float(output["training_loss"])
-      if self.first_loss is None:
-        self.first_loss = self.last_loss
-      fields.append(f"loss {self.last_loss:.4g}")
-    for key in sorted(k for k in output if "/" in k):
-      fields.append(f"{key} {float(output[key]):.4g}")
-    for key, label in (("examples_per_second", "ex/s"),
-                       ("learning_rate", "lr")):
-      if key in output:
-        fields.append(f"{label} {float(output[key]):.4g}")
-    if output.get("skipped_batches"):
-      fields.append(f"skipped {int(output['skipped_batches'])} non-finite")
-    if self._last is not None and step > self._last[1]:
-      seconds_per_step = (now - self._last[0]) / (step - self._last[1])
-      eta = seconds_per_step * max(self._total - step, 0)
-      fields.append(f"ETA {eta // 60:.0f}m{eta % 60:02.0f}s")
-    self._last = (now, step)
-    print(" | ".join(fields), flush=True)
-
-
-def build_params(experiment: str, config_files: Sequence[str] = (),
-                 params_override: str = "", strategy: Optional[str] = None,
-                 tpu: Optional[str] = None,
-                 lock: bool = True) -> cfg.ExperimentConfig:
-  """An experiment's config, as Model Garden's flags would make it.
-
-  The registered `experiment`, then each YAML of `config_files`, then
-  `params_override` (`a.b=c,...` or YAML), then `strategy`
-  (runtime.distribution_strategy) and `tpu` (runtime.tpu). A run that
-  `task.init_checkpoint` names gives its encoder config (see
-  `adopt_init_checkpoint_encoder`). Locked unless `lock` is False. The
-  config is checked once, by `prepare`, when the run starts.
-  """
-  if not experiment:
-    raise ValueError("--experiment is required, e.g. --experiment=cmlm/tiny.")
-  if strategy and strategy not in STRATEGIES:
-    raise ValueError(f"--strategy must be one of {', '.join(STRATEGIES)}, "
-                     f"got {strategy!r}.")
-  try:
-    params = exp_factory.get_exp_config(experiment)
-  except (KeyError, LookupError, AssertionError):
-    raise ValueError(f"Unknown --experiment={experiment!r}; the registered "
-                     f"ones are {', '.join(registered_experiments())}."
-                     ) from None
-  for config_file in config_files or ():
-    params = hyperparams.override_params_dict(params, config_file,
-                                              is_strict=True)
-  if params_override:
-    params = hyperparams.override_params_dict(params, params_override,
-                                              is_strict=True)
-  if strategy:
-    params.override({"runtime": {"distribution_strategy": strategy}})
-  if tpu:
-    params.override({"runtime": {"tpu": tpu}})
-  adopt_init_checkpoint_encoder(params)
-  params.validate()
-  if lock:
-    params.lock()
-  return params
-
-
-def registered_experiments() -> list:
-  """The names of Model Garden's registered experiments, e.g. cmlm/tiny.
-
-  Model Garden keeps them as a tree keyed by the parts of the name
-  (`{"cmlm": {"tiny": factory}}`); this lists the paths to its leaves.
-  """
-  def leaves(tree, prefix):
-    for key, value in tree.items():
-      name = f"{prefix}/{key}" if prefix else key
-      if isinstance(value, dict):
-        yield from leaves(value, name)
-      else:
-        yield name
-  return sorted(leaves(exp_factory._REGISTERED_CONFIGS, ""))  # pylint: disable=protected-access
-
-
-def adopt_init_checkpoint_encoder(params) -> None:
-  """A run starts with the encoder of the run it starts from.
-
-  When `task.init_checkpoint` is a run of ours (params.yaml beside the
-  checkpoint), its `task.model` replaces the experiment's: the transformer
-  must be that run's to be restored. What the experiment trains on top
-  stays the experiment's: its dropout rates, its pooling head and frozen
-  core when it sets them, its pooling when it sets one other than the
-  default mean (SimCSE's recipe reads [CLS] from a mean-pooled import),
-  and its CMLM projection head (`num_projections`;
-  0 for a method that trains none), unless the source's embedding reads its
-  projections ("proj"). A part the source lacks starts fresh
-  (`checkpoints.encoder_view`); one the experiment lacks is not read. An unset
-  `task.tokenization.vocab_file` takes that run's vocabulary, casing and
-  text normalization (the sequence length stays the experiment's). NLI
-  fine-tuning (cmlm/xnli) thus needs only the run and the data.
-  """
-  task = params.task
-  if not getattr(task, "init_checkpoint", ""):
-    return
-  try:
-    source_dir = os.path.dirname(checkpoints.resolve(task.init_checkpoint))
-  except FileNotFoundError:
-    return  # `prepare` says so, in one line, when the run starts
-  if not run_dir.is_run_dir(source_dir):
-    return
-  source = run_dir.load_params(source_dir).task
-  if task.model.as_dict() == source.model.as_dict() and (
-      task.tokenization.vocab_file):
-    return
-  own = task.model.as_dict()
-  kept = {"encoder": {key: own["encoder"][key] for key in
-                      ("dropout_rate", "attention_dropout_rate")}}
-  kept_names = ["its dropout rates"]
-  if own["pooling_head"]["type"] != "none" or not own["trainable_core"]:
-    kept.update(pooling_head=own["pooling_head"],
-                trainable_core=own["trainable_core"])
-    kept_names.append("pooling head and trainable_core")
-  if own["pooling"] != model_builder.SiameseEncoderConfig().pooling:
-    kept["pooling"] = own["pooling"]
-    kept_names.append(f"{own['pooling']} pooling")
-  if source.model.sentence_representation != "proj":
-    kept["num_projections"] = own["num_projections"]
-    kept_names.append("num_projections")
-  task.model.override(source.model.as_dict(), is_strict=True)
-  task.model.override(kept, is_strict=True)
-  taken = f"task.model (but {', '.join(kept_names)})"
-  if not task.tokenization.vocab_file:
-    task.tokenization.override(
-        {key: getattr(source.tokenization, key) for key in
-         ("vocab_file", "lower_case", "text_normalization")}, is_strict=True)
-    taken += " and the vocabulary"
-  print(f"{taken} taken from {source_dir}, the run task.init_checkpoint "
-        "starts from.", flush=True)
-
-
-@dataclasses.dataclass
-class PreparedRun:
-  """A run's description, built and checked once (`prepare`), then passed
-  down: the locked config, the mode, and the objectives the task trains."""
-  params: cfg.ExperimentConfig
-  mode: str
-  objectives: Dict[str, objective_base.Objective]
-
-
-def prepare(params: cfg.ExperimentConfig, mode: str = "train",
-            init_checkpoint_from_earlier_stage: bool = False
-            ) -> PreparedRun:
-  """Builds the run's objectives once and checks, before anything is
-  written, everything the run will read: the model config, each
-  objective's weight, config and the data `mode` reads, the vocabulary
-  against the embedding table, `task.init_checkpoint`, and (training) the
-  tokenization against a sample of the training text. One clear error each.
-
-  `init_checkpoint_from_earlier_stage`: `task.init_checkpoint` is the
-  directory an earlier stage of the same schedule will write
-  (`training.stages`), so it need not exist yet; everything else is checked.
-  """
-  task_config = params.task
-  task_config.model.validate()
-  if "train" in mode:
-    check_trainer(params.trainer)
-  objectives = task_lib.build_objectives(task_config)
-  for objective in objectives.values():
-    objective.validate(mode)
-  task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
-                                       task_config.model.encoder.vocab_size)
-  if task_config.init_checkpoint and not init_checkpoint_from_earlier_stage:
-    checkpoints.resolve(task_config.init_checkpoint)
-  if "train" in mode:
-    check_training_text(task_config, objectives)
-  return PreparedRun(params, mode, objectives)
-
-
-def check_trainer(trainer: cfg.TrainerConfig) -> None:
-  """What orbit's controller would refuse only once params.yaml is
-  written: the loop length and the summary interval."""
-  loop = trainer.steps_per_loop
-  if loop < 1:
-    raise ValueError(f"trainer.steps_per_loop must be 1 or more, got {loop}.")
-  if trainer.train_steps < 1:
-    raise ValueError(f"trainer.train_steps must be 1 or more, got "
-                     f"{trainer.train_steps}.")
-  if trainer.summary_interval and trainer.summary_interval % loop:
-    raise ValueError(f"trainer.summary_interval ({trainer.summary_interval}) "
-                     f"must be a multiple of trainer.steps_per_loop ({loop}): "
-                     "summaries are written at the end of a loop.")
-
-
-def check_training_text(task_config, objectives) -> None:
-  """Tokenizes a sample of each objective's training text with the run's
-  tokenization and prints its [UNK] rate; refuses a vocabulary of the wrong
-  casing (`data_pipelines.unk_rate.check`)."""
-  for name, objective in objectives.items():
-    data = objective.config.train_data
-    sentences = objective.text_sample(data, unk_rate.SAMPLE_SENTENCES)
-    source = f"{name}'s training data"
-    if getattr(data, "input_path", ""):
-      source += f" ({data.input_path})"
-    unk_rate.check(task_config.tokenization, sentences, source)
 
 
 def seed_run(task_config) -> None:
   """`task.seed` (when set) seeds Python's, NumPy's and TensorFlow's
   generators, before the model is built: the encoder's and heads'
-  initialisation and the dropout masks follow it; `task_lib.seeded_data`
+  initialisation and the dropout masks follow it; `task.seeded_data`
   makes it the data seed of every objective that has none."""
   if task_config.seed is not None:
     tf_keras.utils.set_random_seed(task_config.seed)
@@ -374,7 +146,7 @@ class _WorkerCheckpointManager(tf.train.CheckpointManager):
 class TrainResult:
   model: tf_keras.Model
   trainer: SentenceEncoderTrainer
-  progress: Optional[ProgressReporter]
+  progress: Optional[progress_lib.ProgressReporter]
   best: Optional[best_checkpoint.BestCheckpointSelector] = None
 
 
@@ -383,9 +155,10 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
         ) -> TrainResult:
   """Trains (and/or evaluates) `params` in `model_dir`.
 
-  `params` is an experiment config, checked here by `prepare`, or a
-  `PreparedRun` already checked. Training takes `model_dir`'s lock
-  (`run_lock`; the chief only) before writing anything.
+  `params` is an experiment config, checked here by
+  `prepared_run.prepare`, or a `PreparedRun` already checked. Training
+  takes `model_dir`'s lock (`run_lock`; the chief only) before writing
+  anything.
 
   With `best_checkpoint_scorer` (embeddings function -> score), training
   scores the encoder every `trainer.validation_interval` steps and keeps the
@@ -406,7 +179,7 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
   if not model_dir:
     raise ValueError("--model_dir is required: checkpoints and summaries go "
                      "there, and a run resumes from it.")
-  if isinstance(params, PreparedRun):
+  if isinstance(params, prepared_run.PreparedRun):
     prepared, params, mode = params, params.params, params.mode
   else:
     prepared = None
@@ -415,7 +188,7 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     # The strategy comes first: a multi-worker one must be made before any
     # TensorFlow op runs, and `prepare` tokenizes text.
     strategy = strategy or make_strategy(params)
-    prepared = prepared or prepare(params, mode)
+    prepared = prepared or prepared_run.prepare(params, mode)
     selecting = best_checkpoint_scorer is not None and "train" in mode
     if selecting:
       best_checkpoint.check_config(params.trainer)
@@ -430,7 +203,8 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     seed_run(params.task)
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=model_dir,
-                                   objectives=prepared.objectives)
+                                   objectives=prepared.objectives,
+                                   init_checkpoint=prepared.init_checkpoint)
       trainer = train_utils.create_trainer(
           params, task, train="train" in mode, evaluate="eval" in mode,
           trainer_cls=SentenceEncoderTrainer)
@@ -439,13 +213,13 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     progress = best = None
     actions = []
     if "train" in mode:
-      progress = ProgressReporter(params.trainer.train_steps,
-                                  trainer.global_step)
+      progress = progress_lib.ProgressReporter(params.trainer.train_steps,
+                                               trainer.global_step)
       actions.append(progress)
     if selecting and chief:
       best = best_checkpoint.BestCheckpointSelector(
           trainer.model, params, model_dir, best_checkpoint_scorer,
-          trainer.global_step)
+          trainer.global_step, vocab=prepared.vocab)
       actions.append(best)
     with fault_tolerance.TerminationSignal() as termination:
       runner = _ExperimentRunner(

@@ -45,9 +45,11 @@ flags.DEFINE_string("eval_data_dir", None,
 def main(argv) -> None:
   flag_parsing.parse("train", __doc__, FLAGS, argv)
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.training import run_config  # pylint: disable=g-import-not-at-top
   from cmlm.training import train  # pylint: disable=g-import-not-at-top
-  params = train.build_params(FLAGS.experiment, FLAGS.config_file or (),
-                              FLAGS.params_override, FLAGS.strategy, FLAGS.tpu)
+  params = run_config.build_params(
+      FLAGS.experiment, FLAGS.config_file or (), FLAGS.params_override,
+      FLAGS.strategy, FLAGS.tpu)
   logging.info("Experiment %s, strategy %s, model_dir %s", FLAGS.experiment,
                params.runtime.distribution_strategy, FLAGS.model_dir)
   scorer = None

@@ -7,7 +7,7 @@ to a sentence vector, trained by a Classifier (the `nli` objective with a
 hidden layer, named `classifier`) or a Ranker (`ranker`, VSE++). The core
 is `task.init_checkpoint`: any run or import of the garden (its `task.model`
 but the lens, and its vocabulary, are taken over; see
-`training.train.adopt_init_checkpoint_encoder`), whose variables stay
+`training.run_config.adopt_init_checkpoint_encoder`), whose variables stay
 bit-identical.
 
 - `lensing/tiny`: a Simple lens (D=256) with the Classifier on the partial

@@ -35,6 +35,7 @@ from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import masking
 from cmlm.data_pipelines import text_lines
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from cmlm.data_pipelines.bitext_dataloader import BitextDataConfig
 
 
@@ -60,13 +61,16 @@ class InfoXlmDataConfig(BitextDataConfig):
 
 def validate_config(params: InfoXlmDataConfig,
                     tokenization_config: tokenization.TokenizationConfig,
-                    owner: str, monolingual: bool = False) -> None:
-  """One clear sentence per problem, before any data is read."""
+                    owner: str, monolingual: bool = False,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
+                    ) -> None:
+  """One clear sentence per problem, before any data is read (`vocab`: the
+  tokenization's vocabulary file, already read)."""
   if not params.input_path:
     expected = ("'lang=path,...' monolingual text" if monolingual else
                 "TSV files or 'source_file|target_file' pairs")
     raise ValueError(f"{owner}.input_path is empty; give {expected}.")
-  tokenization_config.check()
+  tokenization_config.check(vocab=vocab)
   if params.sampling_exponent < 0:
     raise ValueError(f"{owner}.sampling_exponent must be >= 0, got "
                      f"{params.sampling_exponent}.")
@@ -227,7 +231,9 @@ def pack_pair(tokenizer, first: tf.RaggedTensor, second: tf.RaggedTensor,
 
 def build_mmlm_dataset(params: InfoXlmDataConfig,
                        tokenization_config: tokenization.TokenizationConfig,
-                       input_context=None) -> tf.data.Dataset:
+                       input_context=None,
+                       vocab: Optional[vocabulary.VocabularyFile] = None
+                       ) -> tf.data.Dataset:
   """Masked monolingual lines, languages sampled by `sampling_exponent`."""
   texts = read_monolingual(params.input_path)
   sizes = [len(lines) for lines in texts.values()]
@@ -237,7 +243,7 @@ def build_mmlm_dataset(params: InfoXlmDataConfig,
   dataset = dataset.batch(_batch_size(params, input_context),
                           drop_remainder=params.is_training or
                           params.drop_remainder)
-  tokenizer = tokenization.build_tokenizer(tokenization_config)
+  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
 
   def encode(lines, seed):
     packed = tokenizer.tokenize_and_pack(lines)
@@ -258,12 +264,14 @@ def _pair_stream(params, input_context) -> tf.data.Dataset:
 
 def build_tlm_dataset(params: InfoXlmDataConfig,
                       tokenization_config: tokenization.TokenizationConfig,
-                      input_context=None) -> tf.data.Dataset:
+                      input_context=None,
+                      vocab: Optional[vocabulary.VocabularyFile] = None
+                      ) -> tf.data.Dataset:
   """Masked concatenated translation pairs with positions reset per side."""
   dataset = _pair_stream(params, input_context).batch(
       _batch_size(params, input_context),
       drop_remainder=params.is_training or params.drop_remainder)
-  tokenizer = tokenization.build_tokenizer(tokenization_config)
+  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
 
   def encode(pair, seed):
     source, target = pair
@@ -302,7 +310,9 @@ def _mixup_sides(pairs, seed, params):
 
 def build_xlco_dataset(params: InfoXlmDataConfig,
                        tokenization_config: tokenization.TokenizationConfig,
-                       input_context=None) -> tf.data.Dataset:
+                       input_context=None,
+                       vocab: Optional[vocabulary.VocabularyFile] = None
+                       ) -> tf.data.Dataset:
   """`source_*` / `target_*` encoder inputs of translation pairs (mixup:
   two pairs each, see the module doc)."""
   batch_size = _batch_size(params, input_context)
@@ -310,7 +320,7 @@ def build_xlco_dataset(params: InfoXlmDataConfig,
   dataset = _pair_stream(params, input_context).batch(
       pairs_per_example * batch_size,
       drop_remainder=params.is_training or params.drop_remainder)
-  tokenizer = tokenization.build_tokenizer(tokenization_config)
+  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
 
   def encode(pair, seed):
     if params.mixup:

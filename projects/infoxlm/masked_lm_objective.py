@@ -57,12 +57,12 @@ class MaskedLmObjective(base.MaskedTokenObjective):
     infoxlm_data.validate_config(
         data_config, self.tokenization,
         f"task.objectives.{self.name}.train_data",
-        monolingual=self.mode == "mmlm")
+        monolingual=self.mode == "mmlm", vocab=self.vocab)
 
   def build_inputs(self, data_config, input_context=None):
     build = (infoxlm_data.build_mmlm_dataset if self.mode == "mmlm"
              else infoxlm_data.build_tlm_dataset)
-    return build(data_config, self.tokenization, input_context)
+    return build(data_config, self.tokenization, input_context, self.vocab)
 
   def text_sample(self, data_config, max_sentences):
     if self.mode == "mmlm":

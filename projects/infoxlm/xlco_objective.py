@@ -208,11 +208,11 @@ class XlcoObjective(base.Objective):
                        f"at least one step's keys, 2 x global_batch_size = "
                        f"{keys_per_step}.")
     infoxlm_data.validate_config(data_config, self.tokenization,
-                                 f"{owner}.train_data")
+                                 f"{owner}.train_data", vocab=self.vocab)
 
   def build_inputs(self, data_config, input_context=None):
     return infoxlm_data.build_xlco_dataset(data_config, self.tokenization,
-                                           input_context)
+                                           input_context, self.vocab)
 
   def text_sample(self, data_config, max_sentences):
     return unk_rate.sides(bitext.iter_bitext(

@@ -31,6 +31,7 @@ from cmlm.data_pipelines import corpus
 from cmlm.projects.misad import pmi_ngrams
 from cmlm.data_pipelines import text_lines
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from official.core import config_definitions as cfg
 
 
@@ -52,13 +53,15 @@ class MisadDataConfig(cfg.DataConfig):
 
 
 def validate_config(params: MisadDataConfig,
-                    tokenization_config: tokenization.TokenizationConfig
+                    tokenization_config: tokenization.TokenizationConfig,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
                     ) -> None:
-  """One clear sentence per problem, before any data is read."""
+  """One clear sentence per problem, before any data is read (`vocab`: the
+  tokenization's vocabulary file, already read)."""
   if not params.input_path:
     raise ValueError("MisadDataConfig: input_path is empty; give the marked "
                      "sentences `python -m cmlm ngrams` writes.")
-  tokenization_config.check()
+  tokenization_config.check(vocab=vocab)
   if params.max_ngrams_per_sentence < 1:
     raise ValueError("MisadDataConfig: max_ngrams_per_sentence must be 1 or "
                      f"more, got {params.max_ngrams_per_sentence}.")
@@ -150,9 +153,11 @@ def encode_marked(tokenizer: tokenization.WordPieceTokenizer, text, spans,
 def build_misad_dataset(params: MisadDataConfig,
                         tokenization_config: tokenization.TokenizationConfig,
                         input_context: Optional[tf.distribute.InputContext]
-                        = None) -> tf.data.Dataset:
+                        = None,
+                        vocab: Optional[vocabulary.VocabularyFile] = None
+                        ) -> tf.data.Dataset:
   """Batches of MiSAD features (see the module docstring)."""
-  validate_config(params, tokenization_config)
+  validate_config(params, tokenization_config, vocab)
   texts, spans = read_marked_sentences(params.input_path,
                                        params.max_ngrams_per_sentence)
   print(f"MiSAD data ({params.input_path}): {len(texts)} sentences with "
@@ -164,7 +169,7 @@ def build_misad_dataset(params: MisadDataConfig,
   if params.is_training:
     dataset = dataset.shuffle(len(texts), seed=params.seed,
                               reshuffle_each_iteration=True).repeat()
-  tokenizer = tokenization.build_tokenizer(tokenization_config)
+  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
   dataset = dataset.map(
       lambda text, span: encode_marked(tokenizer, text, span,
                                        params.max_ngram_tokens),

@@ -228,7 +228,7 @@ class MisadObjective(base.Objective):
                        "must be between 1 and tokenization.seq_length "
                        f"({self.tokenization.seq_length}), got "
                        f"{config.max_predictions_per_seq}.")
-    misad_data.validate_config(data_config, self.tokenization)
+    misad_data.validate_config(data_config, self.tokenization, self.vocab)
 
   def text_sample(self, data_config, max_sentences):
     return misad_data.sample_marked_sentences(data_config.input_path,
@@ -236,7 +236,7 @@ class MisadObjective(base.Objective):
 
   def build_inputs(self, data_config, input_context=None):
     return misad_data.build_misad_dataset(data_config, self.tokenization,
-                                          input_context)
+                                          input_context, self.vocab)
 
   def build_head(self, encoder):
     return MisadHead(
@@ -250,8 +250,8 @@ class MisadObjective(base.Objective):
 
   def _special_ids(self):
     if not hasattr(self, "_special"):
-      ids = vocabulary.special_token_ids(
-          vocabulary.load_vocab(self.tokenization.vocab_file))
+      ids = vocabulary.special_token_ids(vocabulary.read_vocabulary(
+          self.tokenization.vocab_file, self.vocab).tokens)
       self._special = ids
     return self._special
 

@@ -2,7 +2,7 @@
 
 Both start from an existing encoder (`task.init_checkpoint`: an imported
 BERT, a CMLM run of the garden), as the paper starts from BERT; a run of ours
-there gives its `task.model` and vocabulary (`training.train`'s
+there gives its `task.model` and vocabulary (`training.run_config`'s
 `adopt_init_checkpoint_encoder`; dropout rates stay these experiments').
 
 - `simcse/tiny`, `cmlm_cse/tiny`: cmlm/tiny's encoder (start from a
@@ -15,7 +15,8 @@ there gives its `task.model` and vocabulary (`training.train`'s
   sentence vector with SimCSE's MLP over it in training only (SimCSE's
   unsupervised "cls" recipe: `--pooler_type cls --mlp_only_train`; the
   evaluated and exported vector is [CLS] without the MLP; the pooling is
-  kept over the start's, `training.train.adopt_init_checkpoint_encoder`);
+  kept over the start's,
+  `training.run_config.adopt_init_checkpoint_encoder`);
   CMLM-CSE adds lambda 0.005, 15% masking, an 8-layer extractor and a
   3-block fusioner. Give `task.init_checkpoint` and
   `task.objectives.<name>.train_data.input_path`.

@@ -25,6 +25,7 @@ from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import masking
 from cmlm.data_pipelines import sentence_splitter
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from official.core import config_definitions as cfg
 
 FORMATS = ('lines', 'corpus')
@@ -60,8 +61,11 @@ def max_predictions(params: SentenceDataConfig, seq_length: int) -> int:
 
 def validate_config(params: SentenceDataConfig,
                     tokenization_config: tokenization.TokenizationConfig,
-                    with_masking: bool = False) -> None:
-  """Raises ValueError, one sentence per problem, before any data is read."""
+                    with_masking: bool = False,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
+                    ) -> None:
+  """Raises ValueError, one sentence per problem, before any data is read
+  (`vocab`: the tokenization's vocabulary file, already read)."""
   def fail(message):
     raise ValueError(f'SentenceDataConfig: {message}')
   if not params.input_path:
@@ -69,7 +73,7 @@ def validate_config(params: SentenceDataConfig,
   if params.format not in FORMATS:
     fail(f'format must be one of {", ".join(FORMATS)}, got '
          f'{params.format!r}.')
-  tokenization_config.check()
+  tokenization_config.check(vocab=vocab)
   if params.global_batch_size < 2:
     fail(f'global_batch_size={params.global_batch_size} must be 2 or more '
          '(the other sentences of the batch are the negatives).')
@@ -117,10 +121,12 @@ class SentenceDataLoader:
 
   def __init__(self, params: SentenceDataConfig,
                tokenization_config: tokenization.TokenizationConfig,
-               with_masking: bool = False):
-    validate_config(params, tokenization_config, with_masking)
+               with_masking: bool = False,
+               vocab: Optional[vocabulary.VocabularyFile] = None):
+    validate_config(params, tokenization_config, with_masking, vocab)
     self._params = params
     self._tokenization = tokenization_config
+    self._vocab = vocab
     self._with_masking = with_masking
     self.num_sentences = None  # distinct sentences of the corpus, once read
 
@@ -144,7 +150,8 @@ class SentenceDataLoader:
                   else params.global_batch_size)
     drop_remainder = params.is_training or params.drop_remainder
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    tokenizer = tokenization.build_tokenizer(self._tokenization)
+    tokenizer = tokenization.build_tokenizer(self._tokenization,
+                                             vocab=self._vocab)
     seq_length = self._tokenization.seq_length
     predictions = max_predictions(params, seq_length)
     seed = params.seed

@@ -52,11 +52,11 @@ class SimcseObjective(base.Objective):
       raise ValueError(f"task.objectives.{self.name}.temperature must be "
                        f"above 0, got {self.config.temperature}.")
     sentence_dataloader.validate_config(data_config, self.tokenization,
-                                        self.with_masking)
+                                        self.with_masking, self.vocab)
 
   def build_inputs(self, data_config, input_context=None):
     loader = sentence_dataloader.SentenceDataLoader(
-        data_config, self.tokenization, self.with_masking)
+        data_config, self.tokenization, self.with_masking, self.vocab)
     dataset = loader.load(input_context)
     role = "training" if data_config.is_training else "validation"
     print(f"{self.config.type} {role} data ({data_config.input_path}): "

@@ -55,7 +55,8 @@ def test_tiny_builds_without_its_vocabulary_and_takes_the_user_s(
   its data, a moved checkout): cmlm/tiny builds, the user's overrides
   apply, and training checks their vocabulary against the size they give,
   in one line."""
-  from cmlm.training import train  # pylint: disable=g-import-not-at-top
+  from cmlm.training import prepared_run  # pylint: disable=g-import-not-at-top
+  from cmlm.training import run_config  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(cmlm_experiments, "EMBEDDED_VOCAB",
                       str(tmp_path / "missing" / "vocab.txt"))
   assert cmlm_experiments.cmlm_tiny().task.model.encoder.vocab_size == 0
@@ -63,12 +64,12 @@ def test_tiny_builds_without_its_vocabulary_and_takes_the_user_s(
   vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nof\n",
                    encoding="utf-8")
   override = f"task.tokenization.vocab_file={vocab}"
-  params = train.build_params("cmlm/tiny", params_override=override,
-                              lock=False)
+  params = run_config.build_params("cmlm/tiny", params_override=override,
+                                   lock=False)
   with pytest.raises(ValueError, match="has 7 tokens but "
                      "task.model.encoder.vocab_size is 0; make them equal"):
-    train.prepare(params)
-  params = train.build_params(
+    prepared_run.prepare(params)
+  params = run_config.build_params(
       "cmlm/tiny", params_override=override +
       ",task.model.encoder.vocab_size=7", lock=False)
   assert params.task.tokenization.vocab_file == str(vocab)

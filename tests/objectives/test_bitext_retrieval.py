@@ -13,6 +13,7 @@ from cmlm.objectives import cmlm
 from official.core import exp_factory
 from tests import helpers
 from cmlm.training import task as task_lib
+from cmlm.training import prepared_run
 from cmlm.training import train
 
 
@@ -113,7 +114,7 @@ def test_bitext_data_tokenizes_with_the_runs_one_tokenization(tmp_path):
   of the bitext objective's inputs too (before, each data config had its
   own and a mismatch had to be caught)."""
   params = _stage(1, _bitext_file(tmp_path))
-  train.prepare(params)
+  prepared_run.prepare(params)
 
   def target_ids(lower_case):
     params.task.tokenization.lower_case = lower_case

@@ -12,6 +12,7 @@ from cmlm.experiments import registry_imports  # noqa: F401  (registers cmlm/xnl
 from cmlm.export import exporter
 from tests.export import export_helpers as export_helpers
 from cmlm.training import run_dir as checkpoint_lib
+from cmlm.training import run_config
 from cmlm.training import train
 
 LEARNING_RATE = 1e-3
@@ -34,7 +35,7 @@ def _nli_params(cmlm_dir: str, tsv: str):
       "trainer.optimizer_config.learning_rate.polynomial.decay_steps": STEPS,
       "trainer.optimizer_config.warmup.linear.warmup_steps": 0,
       "runtime.num_gpus": 0}
-  return train.build_params(
+  return run_config.build_params(
       "cmlm/xnli", params_override=",".join(
           f"{k}={v}" for k, v in overrides.items()), strategy="one_device")
 

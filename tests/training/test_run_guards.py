@@ -22,6 +22,7 @@ import tensorflow as tf
 from tests import helpers
 from cmlm.training import fault_tolerance
 from cmlm.training import run_lock
+from cmlm.training import run_config
 from cmlm.training import train
 
 HOLDER = """
@@ -190,7 +191,7 @@ def test_a_vocabulary_of_the_wrong_casing_is_refused_before_training(
 
 def test_an_unknown_experiment_names_the_registered_ones():
   with pytest.raises(ValueError) as raised:
-    train.build_params("nope")
+    run_config.build_params("nope")
   assert "cmlm/tiny" in str(raised.value)
   assert "cmlm/en_base" in str(raised.value)
 

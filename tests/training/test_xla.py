@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from cmlm.training import train
+from cmlm.training import run_config
 from cmlm.data_pipelines import cmlm_dataloader
 from tests import train_worker
 from tests import helpers
@@ -71,7 +71,7 @@ def test_training_batches_have_static_shapes_for_xla_and_tpus():
 
 
 def test_tpu_flags_set_the_tpu_strategy_and_its_address():
-  params = train.build_params("cmlm/tiny", strategy="tpu", tpu="local")
+  params = run_config.build_params("cmlm/tiny", strategy="tpu", tpu="local")
   assert params.runtime.distribution_strategy == "tpu"
   assert params.runtime.tpu == "local"
 

@@ -3,7 +3,7 @@ import pytest
 
 from cmlm.projects.contextual_lensing import registry_imports  # noqa: F401  (registers the project)
 from official.core import exp_factory
-from cmlm.training import train
+from cmlm.training import run_config
 
 LENSING = {"lensing/tiny": ("classifier", "simple"),
            "lensing/tiny_ranker": ("ranker", "simple"),
@@ -28,7 +28,7 @@ def test_lensing_experiments_freeze_the_core_and_train_a_lens(name):
 
 @pytest.mark.slow
 def test_a_core_run_gives_its_encoder_but_the_lens_stays(tiny_run):
-  params = train.build_params(
+  params = run_config.build_params(
       "lensing/nli", params_override=f"task.init_checkpoint={tiny_run[0]}")
   model = params.task.model
   assert model.encoder.hidden_size == 16  # the tiny run's

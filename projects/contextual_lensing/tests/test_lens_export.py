@@ -13,6 +13,7 @@ import yaml
 from cmlm.export import exporter
 from cmlm.projects.contextual_lensing import lenses
 from cmlm.training import run_dir
+from cmlm.training import run_config
 from cmlm.training import train
 
 pytestmark = pytest.mark.slow
@@ -46,8 +47,8 @@ def lens_run(tiny_run, tmp_path_factory):
       "trainer": {"train_steps": 2, "steps_per_loop": 1,
                   "summary_interval": 1, "checkpoint_interval": 2,
                   "validation_interval": 2}}
-  params = train.build_params("lensing/tiny",
-                              params_override=json.dumps(override))
+  params = run_config.build_params("lensing/tiny",
+                                   params_override=json.dumps(override))
   model_dir = str(work / "run")
   train.run(params, model_dir)
   return model_dir
@@ -86,7 +87,7 @@ def test_a_run_of_the_older_layout_still_loads_and_exports(lens_run,
                                                            tmp_path):
   """Runs written before lenses became pooling heads: params.yaml says
   `task.model.lens` and the checkpoint names the lens `encoder/lens`. They
-  load (`run_dir.upgrade_params`, `checkpoints.encoder_view`) and export
+  load (`compat.upgrade_params`, `compat.stored_encoder_part`) and export
   as they did."""
   run = run_dir.load_run(lens_run)
   old = tmp_path / "old_run"

@@ -6,6 +6,7 @@ import pytest
 from cmlm.projects.misad import registry_imports  # noqa: F401  (registers the project)
 from official.core import exp_factory
 from cmlm.training import run_dir
+from cmlm.training import run_config
 from cmlm.training import train
 
 
@@ -38,7 +39,7 @@ def test_misad_tiny_starts_from_a_trained_encoder(tiny_run, tmp_path):
       "task.tokenization.seq_length": 16,
       "trainer.train_steps": 2, "trainer.steps_per_loop": 2,
       "trainer.summary_interval": 2, "trainer.checkpoint_interval": 2}
-  params = train.build_params("misad/tiny", params_override=",".join(
+  params = run_config.build_params("misad/tiny", params_override=",".join(
       f"{k}={v}" for k, v in overrides.items()), strategy="one_device")
   source_params = run_dir.load_params(source_dir)
   # The source's encoder, but no CMLM projection head: MiSAD trains none.

@@ -13,6 +13,7 @@ from cmlm.projects.simcse_cse.cmlm_cse_layers import LexicalFeatureExtractor
 from official.core import exp_factory
 from tests import helpers
 from cmlm.projects.simcse_cse.tests import cse_helpers
+from cmlm.training import run_config
 from cmlm.training import train
 
 
@@ -140,7 +141,7 @@ def test_run_from_an_encoder_keeps_the_extractor_and_exports_the_encoder(
                    "train_data": {"global_batch_size": 4, "seed": 1}}}},
       "trainer": {"train_steps": 2, "steps_per_loop": 1,
                   "summary_interval": 1, "checkpoint_interval": 2}})
-  train.adopt_init_checkpoint_encoder(params)
+  run_config.adopt_init_checkpoint_encoder(params)
   model_dir = str(tmp_path / "run")
   result = train.run(params, model_dir)
   extractor = result.model.states["cmlm_cse"]

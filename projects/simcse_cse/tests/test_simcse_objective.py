@@ -12,7 +12,7 @@ from official.core import exp_factory
 from tests import helpers
 from cmlm.projects.simcse_cse.tests import cse_helpers
 from cmlm.training import task as task_lib
-from cmlm.training import train
+from cmlm.training import prepared_run
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
@@ -98,11 +98,11 @@ def test_bad_settings_are_one_clear_error(tmp_path):
   params.task.objectives.simcse.train_data.input_path = path
   params.task.objectives.simcse.temperature = 0.0
   with pytest.raises(ValueError, match="temperature must be above 0"):
-    train.prepare(params)
+    prepared_run.prepare(params)
   params.task.objectives.simcse.temperature = 0.05
   params.task.objectives.simcse.train_data.global_batch_size = 1
   with pytest.raises(ValueError, match="global_batch_size=1 must be 2"):
-    train.prepare(params)
+    prepared_run.prepare(params)
 
 
 @pytest.mark.parametrize("name", ["simcse/tiny", "simcse/bert_base",
@@ -132,17 +132,17 @@ def test_experiments_are_registered_with_the_papers_recipe(name):
 
 
 def test_bert_base_keeps_cls_pooling_over_a_mean_pooled_start(tiny_run):
-  from cmlm.training import train  # pylint: disable=g-import-not-at-top
+  from cmlm.training import run_config  # pylint: disable=g-import-not-at-top
   model_dir, _ = tiny_run  # cmlm/tiny: mean pooling, hidden 16
   params = exp_factory.get_exp_config("simcse/bert_base")
   params.task.init_checkpoint = model_dir
-  train.adopt_init_checkpoint_encoder(params)
+  run_config.adopt_init_checkpoint_encoder(params)
   assert params.task.model.encoder.hidden_size == 16  # the start's encoder
   assert params.task.model.pooling == "cls"  # the recipe's read-out
   tiny = exp_factory.get_exp_config("simcse/tiny")
   tiny.task.model.pooling = "mean"
   tiny.task.init_checkpoint = model_dir
-  train.adopt_init_checkpoint_encoder(tiny)
+  run_config.adopt_init_checkpoint_encoder(tiny)
   assert tiny.task.model.pooling == "mean"
 
 

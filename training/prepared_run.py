@@ -1,0 +1,119 @@
+"""A run built and checked once, before anything is written: `prepare`.
+
+`prepare` builds the run's objectives and checks everything the run will
+read: the model config, each objective's weight, config and data, the
+vocabulary against the embedding table, `task.init_checkpoint`, and (when
+training) the tokenization against a sample of the training text. The
+`PreparedRun` it returns is what `train.run` trains; `stages` prepares
+every stage of a schedule before the first one starts. What the run reads
+more than once is read here once and passed along: `task.init_checkpoint`
+resolved to a checkpoint, and the vocabulary file (to every check, the
+objectives' data and the tokenizers).
+"""
+import dataclasses
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from official.core import config_definitions as cfg
+from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import unk_rate
+from cmlm.data_pipelines import vocabulary
+from cmlm.objectives import base as objective_base
+from cmlm.training import checkpoints
+from cmlm.training import task as task_lib
+
+
+@dataclasses.dataclass
+class PreparedRun:
+  """A run's description, built and checked once (`prepare`), then passed
+  down: the locked config, the mode, the objectives the task trains,
+  `init_checkpoint`: `task.init_checkpoint` resolved to the checkpoint the
+  run starts from (`checkpoints.resolve`, once: what was checked is what is
+  restored), or None (no start, or one an earlier stage has yet to write),
+  and `vocab`: `task.tokenization.vocab_file` as read once (None without
+  one).
+  """
+  params: cfg.ExperimentConfig
+  mode: str
+  objectives: Dict[str, objective_base.Objective]
+  init_checkpoint: Optional[str] = None
+  vocab: Optional[vocabulary.VocabularyFile] = None
+
+
+def prepare(params: cfg.ExperimentConfig, mode: str = "train",
+            init_checkpoint_from_earlier_stage: bool = False
+            ) -> PreparedRun:
+  """Builds the run's objectives once and checks, before anything is
+  written, everything the run will read: the model config, each
+  objective's weight, config and the data `mode` reads, the vocabulary
+  against the embedding table, `task.init_checkpoint`, and (training) the
+  tokenization against a sample of the training text. One clear error each.
+
+  `init_checkpoint_from_earlier_stage`: `task.init_checkpoint` is the
+  directory an earlier stage of the same schedule will write
+  (`training.stages`), so it need not exist yet (it is resolved when that
+  stage starts); everything else is checked.
+  """
+  task_config = params.task
+  task_config.model.validate()
+  if "train" in mode:
+    check_trainer(params.trainer)
+  vocab = read_vocab(task_config.tokenization)
+  objectives = task_lib.build_objectives(task_config, vocab)
+  for objective in objectives.values():
+    objective.validate(mode)
+  task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
+                                       task_config.model.encoder.vocab_size,
+                                       vocab)
+  init_checkpoint = None
+  if task_config.init_checkpoint and not init_checkpoint_from_earlier_stage:
+    init_checkpoint = checkpoints.resolve(task_config.init_checkpoint)
+  if "train" in mode:
+    check_training_text(task_config, objectives, vocab)
+  return PreparedRun(params, mode, objectives, init_checkpoint, vocab)
+
+
+def read_vocab(tokenization_config: tokenization.TokenizationConfig
+               ) -> Optional[vocabulary.VocabularyFile]:
+  """The run's vocabulary file, read once for every check and tokenizer of
+  the run; None without one, or when it cannot be read: then the
+  objectives' checks read it and say why, in their turn (the errors come in
+  the order they always did)."""
+  if not tokenization_config.vocab_file:
+    return None
+  try:
+    return vocabulary.read_vocabulary(tokenization_config.vocab_file)
+  except (vocabulary.VocabularyError, tf.errors.OpError):
+    return None
+
+
+def check_trainer(trainer: cfg.TrainerConfig) -> None:
+  """What orbit's controller would refuse only once params.yaml is
+  written: the loop length and the summary interval."""
+  loop = trainer.steps_per_loop
+  if loop < 1:
+    raise ValueError(f"trainer.steps_per_loop must be 1 or more, got {loop}.")
+  if trainer.train_steps < 1:
+    raise ValueError(f"trainer.train_steps must be 1 or more, got "
+                     f"{trainer.train_steps}.")
+  if trainer.summary_interval and trainer.summary_interval % loop:
+    raise ValueError(f"trainer.summary_interval ({trainer.summary_interval}) "
+                     f"must be a multiple of trainer.steps_per_loop ({loop}): "
+                     "summaries are written at the end of a loop.")
+
+
+def check_training_text(
+    task_config, objectives,
+    vocab: Optional[vocabulary.VocabularyFile] = None) -> None:
+  """Tokenizes a sample of each objective's training text with the run's
+  tokenization and prints its [UNK] rate; refuses a vocabulary of the wrong
+  casing (`data_pipelines.unk_rate.check`). `vocab`: the tokenization's
+  vocabulary file, already read."""
+  for name, objective in objectives.items():
+    data = objective.config.train_data
+    sentences = objective.text_sample(data, unk_rate.SAMPLE_SENTENCES)
+    source = f"{name}'s training data"
+    if getattr(data, "input_path", ""):
+      source += f" ({data.input_path})"
+    unk_rate.check(task_config.tokenization, sentences, source, vocab=vocab)
