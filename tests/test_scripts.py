@@ -1,0 +1,86 @@
+"""Every shipped script starts: the benchmarks, the experiments' scripts and
+each project's evidence script answer `--help` (their imports, in their own
+order, and their flags), and the training-step benchmark that `make bench`
+runs goes through on a tiny config. A script that breaks at import (e.g.
+TensorFlow imported before `cmlm` chose Keras 2) fails here, not in a
+user's hands."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests import helpers
+
+REPO_ROOT = helpers.REPO_ROOT
+# Each --help loads TensorFlow: a few at a time keeps 2 cores busy without
+# holding a dozen interpreters in memory at once.
+AT_ONCE = 3
+
+
+def scripts():
+  """The scripts a user runs: `benchmarks/*.py`, the modules of
+  `experiments/` that run as `__main__`, and each project's scripts."""
+  paths = (glob.glob(os.path.join(REPO_ROOT, "benchmarks", "*.py")) +
+           glob.glob(os.path.join(REPO_ROOT, "experiments", "*.py")) +
+           glob.glob(os.path.join(REPO_ROOT, "projects", "*", "*.py")))
+  found = []
+  for path in sorted(paths):
+    with open(path, encoding="utf-8") as f:
+      if 'if __name__ == "__main__":' in f.read():
+        found.append(os.path.relpath(path, REPO_ROOT))
+  return found
+
+
+def _environment():
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  env.pop("TF_USE_LEGACY_KERAS", None)  # as a user's shell: unset
+  return env
+
+
+def test_the_scripts_are_found():
+  found = scripts()
+  assert os.path.join("benchmarks", "train_step.py") in found
+  assert os.path.join("experiments", "cmlm_vs_mlm.py") in found
+  for project in ("contextual_lensing", "infoxlm", "misad", "simcse_cse"):
+    assert os.path.join("projects", project, "evidence.py") in found
+
+
+@pytest.mark.slow
+def test_every_script_answers_help():
+  pending, running, failed = list(scripts()), [], []
+  while pending or running:
+    while pending and len(running) < AT_ONCE:
+      script = pending.pop(0)
+      running.append((script, subprocess.Popen(
+          [sys.executable, script, "--help"], cwd=REPO_ROOT,
+          env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+          text=True)))
+    for script, process in list(running):
+      if process.poll() is None:
+        continue
+      running.remove((script, process))
+      out, err = process.communicate()
+      if process.returncode != 0 or "usage" not in (out + err).lower():
+        failed.append(f"{script}: status {process.returncode}\n"
+                      f"{err.strip()[-1500:]}")
+    time.sleep(0.05)
+  assert not failed, "\n\n".join(failed)
+
+
+@pytest.mark.slow
+def test_the_train_step_benchmark_runs_on_a_tiny_config():
+  """`make bench`'s script, two steps of each: its JSON line is whole and
+  its figures are positive (never a time asserted)."""
+  completed = subprocess.run(
+      [sys.executable, "benchmarks/train_step.py", "--experiment=cmlm/tiny",
+       "--batch_size=2", "--steps=2", "--pipeline_batches=2"],
+      cwd=REPO_ROOT, env=_environment(), capture_output=True, text=True,
+      timeout=600)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  figures = json.loads(completed.stdout.strip().splitlines()[-1])
+  assert figures["cmlm_step_s"] > 0 and figures["mlm_step_s"] > 0
+  assert figures["pipeline_examples_per_s"] > 0
