@@ -40,8 +40,8 @@ flags.DEFINE_enum("strategy", None, STRATEGIES,
 flags.DEFINE_string("eval_data_dir", None,
                     "Benchmark files for a best-checkpoint score "
                     "(trainer.best_checkpoint_eval_metric=sts-b...), in the "
-                    "eval command's --data_dir layout (default "
-                    "../shared/data/eval).", flag_values=FLAGS)
+                    "eval command's --data_dir layout (default: the eval "
+                    "command's).", flag_values=FLAGS)
 
 
 def main(argv) -> None:
