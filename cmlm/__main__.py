@@ -45,6 +45,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 
 # Quiet TensorFlow's C++ start-up chatter (CPU instructions, oneDNN...)
 # unless the user asked for it. Without an NVIDIA device, TensorFlow's CUDA
@@ -147,13 +148,18 @@ def main(argv):
 
 
 def project_commands() -> str:
-  """The projects' commands, a line each, under the core's list."""
-  lines = []
+  """The projects' commands under the core's list, each with the first
+  paragraph of its module's docstring, whole, wrapped as the core's."""
+  entries = []
   for name, module_name in COMMANDS.items():
     if name not in CORE_COMMANDS:
       doc = importlib.import_module(module_name).__doc__ or ""
-      lines.append(f"  {name:7s} {doc.strip().splitlines()[0]}")
-  return "\nCommands of the projects:\n" + "\n".join(lines) + "\n" if lines else ""
+      summary = " ".join(doc.strip().split("\n\n")[0].split())
+      entries.append(textwrap.fill(
+          summary, width=79, initial_indent=f"  {name:7s} ",
+          subsequent_indent=" " * 10, break_on_hyphens=False))
+  return ("\nCommands of the projects:\n" + "\n".join(entries) + "\n"
+          if entries else "")
 
 
 def _parse_no_global_flags(argv):

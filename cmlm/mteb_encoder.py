@@ -60,7 +60,14 @@ _TRAINING_ONLY = ("projection_head",)
 def mteb_model(model, checkpoint: Optional[str] = None,
                **meta) -> "MtebSentenceEncoder":
   """`model` (any `SentenceEncoder` kind) as an MTEB 2 model; `meta`
-  replaces fields of its `ModelMeta` (see the module docstring)."""
+  replaces fields of its `ModelMeta` (see the module docstring).
+
+  Examples:
+    >>> import mteb
+    >>> model = mteb_model("runs/demo/export", name="me/cmlm-demo")
+    >>> results = mteb.evaluate(model, tasks=mteb.get_tasks(
+    ...     tasks=["STSBenchmark"]))
+  """
   return MtebSentenceEncoder(model, checkpoint, **meta)
 
 

@@ -53,6 +53,16 @@ class SentenceEncoder:
     normalizes_in_graph: the model L2-normalises its embeddings itself (our
       serving model exported with `--normalize`); then
       `normalize_embeddings=False` is refused.
+
+  Examples:
+    >>> from cmlm import SentenceEncoder
+    >>> model = SentenceEncoder("runs/demo/export")  # after `make demo`
+    >>> embeddings = model.encode(["A man plays a guitar.",
+    ...                            "Someone plays music."],
+    ...                           normalize_embeddings=True)
+    >>> embeddings.shape
+    (2, 128)
+    >>> similarity = float(embeddings[0] @ embeddings[1])  # their cosine
   """
 
   def __init__(self, model: Union[str, os.PathLike],

@@ -1,11 +1,12 @@
 """mkdocs hook: the site shows the repository's Markdown where it lives.
 
-The README (the site's home page), BUILD.md and each project's README
+The README (the site's home page), BUILD.md, CHANGELOG.md and each project's README
 (`projects/<name>/README.md`) stay where a reader of the repository finds
 them; this hook adds them to the site instead of copying them into docs/:
 
   README.md                  -> index.md
   BUILD.md                   -> build.md
+  CHANGELOG.md               -> changelog.md
   projects/<name>/README.md  -> projects/<name>/README.md (its index page)
   docs/<page>.md             -> <page>.md
 
@@ -18,11 +19,20 @@ page is left as it is, so `mkdocs build --strict` reports it.
 The nav entry `Projects: projects/*/README.md` in mkdocs.yml is expanded to
 every project's README, so a new project folder appears without editing the
 nav (and a deleted one disappears).
+
+The Python API page (docs/api.md) is rendered by mkdocstrings from the
+sources, read without importing them. A checkout keeps the layers beside
+cmlm/ (`modeling/`, `training/`, ...), which only an import makes
+`cmlm.modeling`, ...; `on_startup` lays out `build/api_source/cmlm/` as the
+wheel does (pyproject.toml's `package-dir`), in symbolic links, and
+mkdocs.yml points mkdocstrings there.
 """
 import glob
 import os
 import posixpath
 import re
+import shutil
+import tomllib
 
 from mkdocs.structure.files import File
 
@@ -34,7 +44,8 @@ LINK = re.compile(r"(\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 
 def repository_pages():
   """{repository path: site path} of the pages that live outside docs/."""
-  pages = {"README.md": "index.md", "BUILD.md": "build.md"}
+  pages = {"README.md": "index.md", "BUILD.md": "build.md",
+           "CHANGELOG.md": "changelog.md"}
   for path in sorted(glob.glob(os.path.join(ROOT, PROJECTS_GLOB))):
     relative = os.path.relpath(path, ROOT).replace(os.sep, "/")
     pages[relative] = relative
@@ -72,6 +83,35 @@ def rewrite_link(target, page_repository_path, page_site_path):
     return target
   relative = posixpath.relpath(site, posixpath.dirname(page_site_path) or ".")
   return relative + hash_mark + anchor
+
+
+API_SOURCE = os.path.join(ROOT, "build", "api_source")
+
+
+def lay_out_api_source(root=ROOT, target=API_SOURCE):
+  """`target`/cmlm: the package as the wheel installs it, in links to
+  `root`'s folders (cmlm/'s entries, and each layer of `package-dir`)."""
+  with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+    package_dirs = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+  package = os.path.join(target, "cmlm")
+  shutil.rmtree(target, ignore_errors=True)
+  os.makedirs(package)
+  links = {name: os.path.join(root, "cmlm", name)
+           for name in os.listdir(os.path.join(root, "cmlm"))
+           if name != "__pycache__"}
+  for name, folder in package_dirs.items():
+    if name.startswith("cmlm."):
+      links[name[len("cmlm."):]] = os.path.join(root, folder)
+  for name, source in links.items():
+    os.symlink(source, os.path.join(package, name))
+  return target
+
+
+def on_startup(command, dirty):
+  # Before any plugin's `config` event: mkdocstrings drops search paths
+  # that do not exist when it reads its config.
+  del command, dirty
+  lay_out_api_source()
 
 
 def on_config(config):

@@ -36,6 +36,7 @@ from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import optimization
 from official.nlp.configs import encoders
+from cmlm.training.strategies import FROM_HARDWARE
 from cmlm.training.task import SentenceEncoderTaskConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,6 +75,12 @@ def _optimization(optimizer: str, learning_rate: float, warmup_steps: int,
 _WEIGHT_DECAY_EXCLUDED = ["LayerNorm", "layer_norm", "bias"]
 
 
+def _runtime_from_hardware() -> cfg.RuntimeConfig:
+  """No strategy of the experiment's own: `python -m cmlm train` takes
+  `--strategy`, else the hardware's (`training.strategies.choose`)."""
+  return cfg.RuntimeConfig(distribution_strategy=FROM_HARDWARE)
+
+
 @exp_factory.register_config_factory("cmlm/tiny")
 def cmlm_tiny() -> cfg.ExperimentConfig:
   """A tiny CMLM on the embedded corpus: minutes on 2 CPU cores."""
@@ -106,8 +113,7 @@ def cmlm_tiny() -> cfg.ExperimentConfig:
               "adamw", 1e-3, warmup_steps=100, decay_steps=train_steps,
               weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
-      runtime=cfg.RuntimeConfig(distribution_strategy="one_device",
-                                num_gpus=0))
+      runtime=_runtime_from_hardware())
 
 
 @exp_factory.register_config_factory("cmlm/demo")
@@ -126,7 +132,9 @@ def cmlm_demo() -> cfg.ExperimentConfig:
 
 @exp_factory.register_config_factory("cmlm/en_base")
 def cmlm_en_base() -> cfg.ExperimentConfig:
-  """The English CMLM-base recipe of section 3 (input_path to be given)."""
+  """The English CMLM-base recipe of section 3 (input_path and vocab_file to
+  be given; the encoder's vocab_size is the vocabulary file's, 30522 for
+  BERT's uncased vocabulary, the paper's)."""
   seq_length, num_projections = 256, 15
   # s1 and s2: consecutive sequences of whole sentences, 256 tokens at most.
   data = lambda training: cmlm_dataloader.CmlmDataConfig(
@@ -153,7 +161,7 @@ def cmlm_en_base() -> cfg.ExperimentConfig:
               "lamb", 1e-3, warmup_steps=10_000, decay_steps=train_steps,
               beta_1=0.9, beta_2=0.999, weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
-      runtime=cfg.RuntimeConfig(distribution_strategy="tpu"))
+      runtime=_runtime_from_hardware())
 
 
 def _multilingual(cmlm_weight: float, bitext_weight: float,
@@ -229,4 +237,4 @@ def cmlm_xnli() -> cfg.ExperimentConfig:
               "adamw", 2e-5, warmup_steps=3000, decay_steps=30_000,
               weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
-      runtime=cfg.RuntimeConfig(distribution_strategy="mirrored"))
+      runtime=_runtime_from_hardware())

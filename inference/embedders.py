@@ -66,7 +66,13 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
                   backend: Optional[str] = None, quantized: bool = False,
                   names: Tuple[str, ...] = FLAG_NAMES) -> Embedder:
   """The `Embedder` of `model` (see the module docstring); errors name the
-  arguments as `names` says."""
+  arguments as `names` says.
+
+  Examples:
+    >>> embedder = load_embedder("runs/tiny")  # or an export, a SavedModel
+    >>> embedder.embed(["A sentence.", "Another."], batch_size=32).shape
+    (2, 128)
+  """
   model_name, checkpoint_name, backend_name, quantized_name = names
   if not model:
     raise ValueError(f"{model_name} is required: a training model_dir, an "

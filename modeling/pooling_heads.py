@@ -75,7 +75,20 @@ _REGISTRY: Dict[str, Tuple[Type[PoolingHeadConfig], Builder]] = {}
 def register_pooling_head(kind: str, config_cls: Type[PoolingHeadConfig]
                           ) -> Callable[[Builder], Builder]:
   """Decorator of a function `config -> PoolingHead`: makes it the head of
-  `task.model.pooling_head.type=kind`, configured by `config_cls`."""
+  `task.model.pooling_head.type=kind`, configured by `config_cls`.
+
+  Examples:
+    >>> @dataclasses.dataclass
+    ... class AttentionPoolConfig(PoolingHeadConfig):
+    ...   type: str = "attention_pool"
+    ...   output_size: int = 256
+    >>> @register_pooling_head("attention_pool", AttentionPoolConfig)
+    ... def build_attention_pool(config):
+    ...   return AttentionPool(config.output_size)  # a PoolingHead layer
+
+    A run then trains it over the encoder:
+    `--params_override=task.model.pooling_head.type=attention_pool`.
+  """
   def register(build: Builder) -> Builder:
     if kind == NONE or (kind in _REGISTRY and _REGISTRY[kind][1] is not build):
       raise ValueError(f"A pooling head is already registered as {kind!r}.")

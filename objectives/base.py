@@ -48,6 +48,17 @@ class ObjectiveConfig(base_config.Config):
     weight: its weight in the total loss; 0 leaves it out of the run.
     train_data: its training data (each objective has its own data class).
     validation_data: its held-out data; no input_path means none.
+
+  Examples:
+    A config subclass per objective, its data and hyperparameters beside
+    the common fields:
+
+    >>> @dataclasses.dataclass
+    ... class MyObjectiveConfig(ObjectiveConfig):
+    ...   type: str = "my_objective"
+    ...   temperature: float = 0.05
+    >>> MyObjectiveConfig(weight=0.5).as_dict()["temperature"]
+    0.05
   """
   type: str = ""
   weight: float = 1.0
@@ -79,6 +90,26 @@ class Objective:
     vocab: its vocabulary file as the run read it once
       (`training.prepared_run.prepare`), for the objective's checks and
       tokenizers; None: they read `tokenization.vocab_file` themselves.
+
+  Examples:
+    An objective that pulls two dropout views of a sentence together
+    (the full pattern: docs/architecture.md, "Adding an objective"):
+
+    >>> @register_objective("my_objective")
+    ... class MyObjective(Objective):
+    ...   config_cls = MyObjectiveConfig
+    ...   def build_inputs(self, data_config, input_context=None):
+    ...     return my_sentence_dataset(data_config, self.tokenization,
+    ...                                self.vocab)
+    ...   def call(self, encoder, head, state, features, training=None):
+    ...     return {"a": encoder(features, training=training)["default"],
+    ...             "b": encoder(features, training=training)["default"]}
+    ...   def compute_loss(self, features, outputs):
+    ...     return my_contrastive_loss(outputs["a"], outputs["b"],
+    ...                                self.config.temperature)
+
+    It then trains beside the others from the command line:
+    `--params_override=task.objectives.my_objective.weight=0.5`.
   """
   config_cls: Type[ObjectiveConfig] = ObjectiveConfig
 
@@ -217,7 +248,15 @@ class MaskedTokenObjective(Objective):
 
 
 def register_objective(kind: str) -> Callable[[type], type]:
-  """Class decorator: makes an `Objective` subclass available as `kind`."""
+  """Class decorator: makes an `Objective` subclass available as `kind`.
+
+  Examples:
+    >>> @register_objective("my_objective")
+    ... class MyObjective(Objective):
+    ...   config_cls = MyObjectiveConfig
+    >>> objective_class("my_objective") is MyObjective
+    True
+  """
   def register(cls):
     if kind in _REGISTRY and _REGISTRY[kind] is not cls:
       raise ValueError(f"An objective is already registered as {kind!r}.")

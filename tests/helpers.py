@@ -158,8 +158,8 @@ def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
 # What the garden's wheel is built from (pyproject.toml: its package-dir
 # folders, data/ included) and the folder names of a user's project that
 # once shadowed the garden's top-level packages (issue 27).
-WHEEL_FILES = ("pyproject.toml", "setup.py", "README.md", "requirements.txt",
-               "requirements-beam.txt")
+WHEEL_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE",
+               "requirements.txt", "requirements-beam.txt")
 WHEEL_FOLDERS = ("cmlm", "data_pipelines", "modeling", "objectives",
                  "training", "inference", "export", "evaluation",
                  "experiments",

@@ -13,9 +13,10 @@ part names, `compat.stored_encoder_part`). When a run saves them:
 `save_at_interval_multiples`.
 """
 import os
-from typing import List, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from cmlm.training import compat
 
@@ -51,6 +52,32 @@ def encoder_part_names(checkpoint_path: str) -> Set[str]:
   return {key.split("/")[1]
           for key, _ in tf.train.list_variables(checkpoint_path)
           if key.startswith(ENCODER + "/") and key.count("/") > 1}
+
+
+# The word embedding table of the encoder item's transformer (Model Garden's
+# BertEncoderV2), by object names.
+WORD_EMBEDDINGS = (ENCODER, "transformer", "_embedding_layer", "embeddings")
+
+
+def variable_shape(checkpoint_path: str, names: Sequence[str]
+                   ) -> Optional[List[int]]:
+  """The shape of the variable the checkpoint's object graph reaches by
+  `names` from its root (a variable shared by several objects is stored
+  once, under one of its paths: the graph finds it by any); None when the
+  path is not there (another encoder class, an older run's names)."""
+  reader = tf.train.load_checkpoint(checkpoint_path)
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+  node = graph.nodes[0]
+  for name in names:
+    children = {child.local_name: child.node_id for child in node.children}
+    if name not in children:
+      return None
+    node = graph.nodes[children[name]]
+  for attribute in node.attributes:
+    if attribute.name == "VARIABLE_VALUE":
+      return reader.get_variable_to_shape_map()[attribute.checkpoint_key]
+  return None
 
 
 def encoder_view(encoder, checkpoint_path: str, allow_fresh: bool = False

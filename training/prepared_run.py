@@ -33,6 +33,12 @@ class PreparedRun:
   restored), or None (no start, or one an earlier stage has yet to write),
   and `vocab`: `task.tokenization.vocab_file` as read once (None without
   one).
+
+  Examples:
+    >>> from cmlm.training import run_config
+    >>> prepared = prepare(run_config.build_params("cmlm/tiny"))
+    >>> sorted(prepared.objectives), len(prepared.vocab.tokens)
+    (['cmlm'], 8520)
   """
   params: cfg.ExperimentConfig
   mode: str
@@ -54,6 +60,16 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
   directory an earlier stage of the same schedule will write
   (`training.stages`), so it need not exist yet (it is resolved when that
   stage starts); everything else is checked.
+
+  Examples:
+    >>> from cmlm.training import run_config, train
+    >>> params = run_config.build_params(
+    ...     "cmlm/tiny", params_override="task.tokenization.vocab_file=nope.txt")
+    >>> prepare(params)
+    Traceback (most recent call last):
+    VocabularyError: The vocabulary file 'nope.txt' does not exist.
+    >>> prepared = prepare(run_config.build_params("cmlm/tiny"))
+    >>> result = train.run(prepared, "runs/tiny")  # trains what was checked
   """
   task_config = params.task
   task_config.model.validate()
@@ -63,12 +79,13 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
   objectives = task_lib.build_objectives(task_config, vocab)
   for objective in objectives.values():
     objective.validate(mode)
-  task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
-                                       task_config.model.encoder.vocab_size,
-                                       vocab)
   init_checkpoint = None
   if task_config.init_checkpoint and not init_checkpoint_from_earlier_stage:
     init_checkpoint = checkpoints.resolve(task_config.init_checkpoint)
+    check_checkpoint_vocab(init_checkpoint, task_config.tokenization, vocab)
+  task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
+                                       task_config.model.encoder.vocab_size,
+                                       vocab)
   if "train" in mode:
     check_training_text(task_config, objectives, vocab)
   return PreparedRun(params, mode, objectives, init_checkpoint, vocab)
@@ -86,6 +103,24 @@ def read_vocab(tokenization_config: tokenization.TokenizationConfig
     return vocabulary.read_vocabulary(tokenization_config.vocab_file)
   except (vocabulary.VocabularyError, tf.errors.OpError):
     return None
+
+
+def check_checkpoint_vocab(
+    checkpoint_path: str, tokenization_config: tokenization.TokenizationConfig,
+    vocab: Optional[vocabulary.VocabularyFile]) -> None:
+  """The checkpoint a run starts from has a word embedding row for each
+  token of the run's vocabulary; one clear error otherwise (the restore
+  would fail only once the run has started)."""
+  if vocab is None:
+    return
+  shape = checkpoints.variable_shape(checkpoint_path,
+                                     checkpoints.WORD_EMBEDDINGS)
+  if shape is not None and shape[0] != len(vocab.tokens):
+    raise ValueError(
+        f"task.init_checkpoint={checkpoint_path} has a word embedding table "
+        f"of {shape[0]} rows but the vocabulary "
+        f"{tokenization_config.vocab_file} has {len(vocab.tokens)} tokens; "
+        "train with the vocabulary the checkpoint was trained with.")
 
 
 def check_trainer(trainer: cfg.TrainerConfig) -> None:

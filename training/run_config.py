@@ -1,35 +1,62 @@
 """A run's experiment config, as Model Garden's flags make it.
 
 `build_params` takes the registered experiment, YAML files, `a.b=c`
-overrides and our `strategy` / `tpu`; a run that `task.init_checkpoint`
-names gives its encoder (`adopt_init_checkpoint_encoder`). The config is
-checked once, when the run starts (`prepared_run.prepare`), and trained by
-`train.run`.
+overrides and our `strategy` / `tpu`; what the user leaves unset comes from
+their files and machine: the encoder's vocabulary size from the vocabulary
+file (`take_vocab_size_from_file`), the strategy from the hardware
+(`settle_strategy`). A run that `task.init_checkpoint` names gives its
+encoder (`adopt_init_checkpoint_encoder`). The config is checked once, when
+the run starts (`prepared_run.prepare`), and trained by `train.run`.
 """
 import os
 from typing import Optional, Sequence
 
+import tensorflow as tf
+
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import hyperparams
+from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
 from cmlm.training import checkpoints
 from cmlm.training import run_dir
+from cmlm.training import strategies
 from cmlm.training.strategies import STRATEGIES
 
 
 def build_params(experiment: str, config_files: Sequence[str] = (),
                  params_override: str = "", strategy: Optional[str] = None,
-                 tpu: Optional[str] = None,
-                 lock: bool = True) -> cfg.ExperimentConfig:
+                 tpu: Optional[str] = None, lock: bool = True,
+                 quiet: bool = False) -> cfg.ExperimentConfig:
   """An experiment's config, as Model Garden's flags would make it.
 
   The registered `experiment`, then each YAML of `config_files`, then
   `params_override` (`a.b=c,...` or YAML), then `strategy`
-  (runtime.distribution_strategy) and `tpu` (runtime.tpu). A run that
-  `task.init_checkpoint` names gives its encoder config (see
-  `adopt_init_checkpoint_encoder`). Locked unless `lock` is False. The
-  config is checked once, by `prepared_run.prepare`, when the run starts.
+  (runtime.distribution_strategy) and `tpu` (runtime.tpu). What these leave
+  unset comes from the user's files and machine:
+
+  - `task.model.encoder.vocab_size`: the experiment's number is a default;
+    unless the YAML or overrides give one (0 counts as none), it is the size
+    of `task.tokenization.vocab_file` (`take_vocab_size_from_file`). A size
+    given that disagrees with the file is one error, when the run is checked.
+  - `runtime.distribution_strategy` and `runtime.num_gpus`: the
+    experiment's are defaults too; unless given (`--strategy`, the YAML or
+    overrides), they come from the hardware (`settle_strategy`,
+    `strategies.choose`), said in one printed line.
+
+  A run that `task.init_checkpoint` names gives its encoder config (see
+  `adopt_init_checkpoint_encoder`). Locked unless `lock` is False; `quiet`
+  prints nothing (a schedule's later stages). The config is checked once,
+  by `prepared_run.prepare`, when the run starts.
+
+  Examples:
+    >>> params = build_params(
+    ...     "cmlm/en_base", params_override="task.tokenization.vocab_file="
+    ...     "data/vocab_en_uncased.txt")
+    Strategy: one_device on the CPU (no TPU configured, no GPU found); --strategy chooses another.
+    task.model.encoder.vocab_size is 8520, the size of data/vocab_en_uncased.txt.
+    >>> params.task.model.encoder.vocab_size
+    8520
   """
   if not experiment:
     raise ValueError("--experiment is required, e.g. --experiment=cmlm/tiny.")
@@ -42,6 +69,13 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
     raise ValueError(f"Unknown --experiment={experiment!r}; the registered "
                      f"ones are {', '.join(registered_experiments())}."
                      ) from None
+  # The experiment's vocabulary size, strategy and GPU count are defaults:
+  # unset here, they stay unset unless the user's inputs below give them.
+  default_vocab_size = params.task.model.encoder.vocab_size
+  params.override({
+      "task": {"model": {"encoder": {"vocab_size": 0}}},
+      "runtime": {"distribution_strategy": strategies.FROM_HARDWARE,
+                  "num_gpus": _UNSET_GPUS}})
   for config_file in config_files or ():
     params = hyperparams.override_params_dict(params, config_file,
                                               is_strict=True)
@@ -52,11 +86,72 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
     params.override({"runtime": {"distribution_strategy": strategy}})
   if tpu:
     params.override({"runtime": {"tpu": tpu}})
+  choice = settle_strategy(params.runtime)
+  if not quiet:
+    print(choice.line(), flush=True)
+  take_vocab_size_from_file(params, default_vocab_size, quiet=quiet)
   adopt_init_checkpoint_encoder(params)
   params.validate()
   if lock:
     params.lock()
   return params
+
+
+# runtime.num_gpus before the user's inputs: not given (Model Garden's
+# strategies refuse a negative count, so none is left so).
+_UNSET_GPUS = -1
+
+
+def find_hardware() -> strategies.Hardware:
+  """The local GPUs and TPU cores, and the tasks of `TF_CONFIG` (listing
+  physical devices leaves TensorFlow unstarted: a multi-worker strategy can
+  still be made after it)."""
+  return strategies.Hardware(
+      gpus=len(tf.config.list_physical_devices("GPU")),
+      tpus=len(tf.config.list_physical_devices("TPU")),
+      workers=strategies.workers_of(os.environ.get("TF_CONFIG", "")))
+
+
+def settle_strategy(runtime, hardware: Optional[strategies.Hardware] = None
+                    ) -> strategies.Choice:
+  """Sets `runtime.distribution_strategy`, `num_gpus` and `tpu` where they
+  are unset (`FROM_HARDWARE`, a negative `num_gpus`) from `hardware`
+  (default: `find_hardware()`); returns the choice, with its line."""
+  unset_gpus = runtime.num_gpus is None or runtime.num_gpus < 0
+  if (runtime.distribution_strategy == strategies.FROM_HARDWARE
+      or unset_gpus) and hardware is None:
+    hardware = find_hardware()
+  choice = strategies.choose(runtime.distribution_strategy, runtime.tpu,
+                             None if unset_gpus else runtime.num_gpus,
+                             hardware or strategies.Hardware())
+  runtime.distribution_strategy = choice.strategy
+  runtime.num_gpus = choice.num_gpus
+  runtime.tpu = choice.tpu
+  return choice
+
+
+def take_vocab_size_from_file(params, default: int,
+                              quiet: bool = False) -> None:
+  """`task.model.encoder.vocab_size`, when unset (0), becomes the size of
+  `task.tokenization.vocab_file`, read as training reads it; `default` (the
+  experiment's) without a readable file (`prepared_run.prepare` then says
+  what is wrong with it). Prints the size taken when it is not `default`.
+  """
+  encoder = params.task.model.encoder
+  if encoder.vocab_size:
+    return
+  encoder.vocab_size = default
+  vocab_file = params.task.tokenization.vocab_file
+  if not vocab_file:
+    return
+  try:
+    size = len(vocabulary.read_vocabulary(vocab_file).tokens)
+  except (vocabulary.VocabularyError, tf.errors.OpError):
+    return
+  encoder.vocab_size = size
+  if size != default and not quiet:
+    print(f"task.model.encoder.vocab_size is {size}, the size of "
+          f"{vocab_file}.", flush=True)
 
 
 def registered_experiments() -> list:

@@ -104,11 +104,15 @@ def load_schedule(name_or_path: str) -> ScheduleConfig:
 def stage_params(experiment: str, stage: StageConfig, init_checkpoint: str,
                  config_files: Sequence[str] = (),
                  params_override: str = "",
-                 tpu: Optional[str] = None) -> cfg.ExperimentConfig:
+                 tpu: Optional[str] = None, strategy: Optional[str] = None,
+                 quiet: bool = False) -> cfg.ExperimentConfig:
   """One stage's config: the experiment + the user's YAML and overrides
-  (and `tpu`, runtime.tpu), with exactly the stage's objectives and steps."""
+  (and `strategy`, `tpu`: runtime.distribution_strategy and runtime.tpu;
+  `run_config.build_params`, which `quiet` keeps from printing), with
+  exactly the stage's objectives and steps."""
   params = run_config.build_params(experiment, config_files,
-                                   params_override, tpu=tpu, lock=False)
+                                   params_override, strategy=strategy,
+                                   tpu=tpu, lock=False, quiet=quiet)
   weights = stage.objectives.as_dict()
   names = params.task.objectives.names()
   unknown = sorted(set(weights) - set(names))
@@ -131,11 +135,22 @@ def stage_params(experiment: str, stage: StageConfig, init_checkpoint: str,
 def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
         params_override: str = "",
         stage_steps: Optional[Sequence[int]] = None,
-        tpu: Optional[str] = None) -> str:
+        tpu: Optional[str] = None, strategy: Optional[str] = None) -> str:
   """Runs the stages of `schedule` (a name or YAML path) one after another.
 
-  `stage_steps` replaces the schedule's steps; `tpu` is every stage's
-  runtime.tpu. Returns the last stage's directory.
+  `stage_steps` replaces the schedule's steps; `strategy` and `tpu` are
+  every stage's runtime.distribution_strategy and runtime.tpu (unset: the
+  hardware's, `run_config.build_params`). Returns the last stage's
+  directory.
+
+  Examples:
+    >>> last = run("s3", "runs/multi", params_override=(
+    ...     "task.tokenization.vocab_file=vocab.txt,"
+    ...     "task.objectives.cmlm.train_data.input_path=corpus/,"
+    ...     "task.objectives.bitext_retrieval.train_data.input_path=en-de.tsv"),
+    ...     stage_steps=[1000, 500])
+    >>> last
+    'runs/multi/stage2'
   """
   config = load_schedule(schedule)
   if not model_dir:
@@ -164,7 +179,8 @@ def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
     stage_dir = os.path.join(model_dir, f"stage{index}")
     with _naming_the_stage(index, schedule):
       params = stage_params(config.experiment, stage, previous, config_files,
-                            params_override, tpu)
+                            params_override, tpu, strategy,
+                            quiet=index > 1)
     runs.append((index, stage, stage_dir, previous, params))
     previous = stage_dir
   strategy = train.make_strategy(runs[0][-1])

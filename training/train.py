@@ -39,6 +39,8 @@ from cmlm.training import fault_tolerance
 from cmlm.training import run_lock
 from cmlm.training import prepared_run
 from cmlm.training import progress as progress_lib
+from cmlm.training import run_config
+from cmlm.training import strategies
 from cmlm.training.strategies import PRECISIONS
 from cmlm.training.trainer import SentenceEncoderTrainer
 
@@ -53,18 +55,30 @@ def seed_run(task_config) -> None:
 
 
 def make_strategy(params):
-  """The runtime's strategy; a clear error when no TPU answers `--tpu`."""
+  """The runtime's strategy; a clear error when no TPU answers `--tpu`.
+
+  A config that `run_config.build_params` made names its strategy and GPU
+  count; one that leaves them to the hardware (an experiment's own, as
+  `exp_factory` gives it) takes `strategies.choose`'s, without a line.
+  """
   runtime = params.runtime
+  num_gpus = runtime.num_gpus
+  choice = strategies.choose(
+      runtime.distribution_strategy, runtime.tpu,
+      None if num_gpus is None or num_gpus < 0 else num_gpus,
+      run_config.find_hardware()
+      if runtime.distribution_strategy == strategies.FROM_HARDWARE
+      or num_gpus is None or num_gpus < 0 else strategies.Hardware())
   try:
     return distribute_utils.get_distribution_strategy(
-        distribution_strategy=runtime.distribution_strategy,
+        distribution_strategy=choice.strategy,
         all_reduce_alg=runtime.all_reduce_alg,
-        num_gpus=runtime.num_gpus,
-        tpu_address=runtime.tpu)
+        num_gpus=choice.num_gpus,
+        tpu_address=choice.tpu)
   except (ValueError, tf.errors.OpError) as error:
-    if runtime.distribution_strategy != "tpu":
+    if choice.strategy != "tpu":
       raise
-    raise ValueError(f"No TPU found for --tpu={runtime.tpu!r} "
+    raise ValueError(f"No TPU found for --tpu={choice.tpu!r} "
                      f"(runtime.tpu): {str(error).splitlines()[0]}") from None
 
 
@@ -175,6 +189,14 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
       finite (unless `task.skip_non_finite_batches`).
     fault_tolerance.CheckpointSaveError: the disk was full during a save;
       its temporary files were removed.
+
+  Examples:
+    >>> from cmlm.training import run_config
+    >>> params = run_config.build_params(
+    ...     "cmlm/tiny", params_override="trainer.train_steps=200")
+    >>> result = run(params, "runs/tiny")  # resumes when run again
+    >>> int(result.trainer.global_step.numpy())
+    200
   """
   if not model_dir:
     raise ValueError("--model_dir is required: checkpoints and summaries go "

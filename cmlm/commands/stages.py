@@ -2,7 +2,7 @@ r"""Multistage multilingual training, section 4.2 (training/stages.py).
 
     python -m cmlm stages --schedule=s1|s2|s3|SCHEDULE.yaml --model_dir=DIR \
         [--config_file=a.yaml ...] [--params_override=a.b=c,...] \
-        [--stage_steps=N1,N2] [--tpu=NAME]
+        [--stage_steps=N1,N2] [--strategy=mirrored] [--tpu=NAME]
 
 s1: CMLM + BR; s2: CMLM, then BR; s3: CMLM, then CMLM + BR (the paper's).
 Stage k trains in DIR/stage<k> from stage k-1's checkpoint; the schedule
@@ -13,6 +13,7 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.commands import training_exits
+from cmlm.training.strategies import STRATEGIES
 
 # The schedule names the experiment and every stage trains (no --experiment,
 # --mode): Model Garden's other flags, as Model Garden defines them.
@@ -26,6 +27,10 @@ flags.DEFINE_string("schedule", "s3", "s1 (CMLM + BR), s2 (CMLM, then BR), "
 flags.DEFINE_list("stage_steps", None, "Training steps of each stage "
                   "(default the schedule's; the paper's: s1 2M; s2, s3 1.5M "
                   "then 1M).", flag_values=FLAGS)
+flags.DEFINE_enum("strategy", None, STRATEGIES,
+                  "Distribution strategy of every stage (default: chosen "
+                  "from the hardware: tpu when --tpu is given, mirrored "
+                  "over several GPUs, else one_device).", flag_values=FLAGS)
 
 
 def main(argv) -> None:
@@ -40,5 +45,5 @@ def main(argv) -> None:
   with training_exits.training_exits("stages"):
     last = stages.run(FLAGS.schedule, FLAGS.model_dir,
                       FLAGS.config_file or (), FLAGS.params_override or "",
-                      steps, tpu=FLAGS.tpu)
+                      steps, tpu=FLAGS.tpu, strategy=FLAGS.strategy)
   print(f"The last stage's checkpoints are in {last}")

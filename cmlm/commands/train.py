@@ -32,14 +32,16 @@ MODEL_GARDEN_FLAGS = ("experiment", "config_file", "params_override", "mode",
 FLAGS = flag_parsing.command_flags(__name__)
 flag_parsing.define_model_garden_flags(FLAGS, MODEL_GARDEN_FLAGS)
 flags.DEFINE_enum("strategy", None, STRATEGIES,
-                  "Distribution strategy; overrides "
-                  "runtime.distribution_strategy of the experiment.",
-                  flag_values=FLAGS)
+                  "Distribution strategy (default: runtime."
+                  "distribution_strategy when your --config_file or "
+                  "--params_override sets it, else chosen from the "
+                  "hardware: tpu when --tpu is given, mirrored over several "
+                  "GPUs, else one_device).", flag_values=FLAGS)
 flags.DEFINE_string("eval_data_dir", None,
                     "Benchmark files for a best-checkpoint score "
                     "(trainer.best_checkpoint_eval_metric=sts-b...), in the "
-                    "eval command's --data_dir layout (default "
-                    "../shared/data/eval).", flag_values=FLAGS)
+                    "eval command's --data_dir layout (default: the eval "
+                    "command's).", flag_values=FLAGS)
 
 
 def main(argv) -> None:

@@ -36,6 +36,7 @@ from cmlm.projects.contextual_lensing.ranker_objective import RankerObjectiveCon
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import optimization
+from cmlm.training.strategies import FROM_HARDWARE
 from cmlm.training.task import SentenceEncoderTaskConfig
 
 SHARED_DATA = os.path.join(os.path.dirname(cmlm_experiments.REPO_ROOT),
@@ -57,7 +58,7 @@ def _optimization(learning_rate: float, warmup_steps: int, train_steps: int):
 
 
 def _experiment(name, objective, model, tokenization, train_steps,
-                learning_rate, warmup_steps, steps_per_loop, strategy):
+                learning_rate, warmup_steps, steps_per_loop):
   model.trainable_core = False
   model.num_projections = 0  # no CMLM here: no projection head
   return cfg.ExperimentConfig(
@@ -72,7 +73,8 @@ def _experiment(name, objective, model, tokenization, train_steps,
           validation_steps=10,
           optimizer_config=_optimization(learning_rate, warmup_steps,
                                          train_steps)),
-      runtime=cfg.RuntimeConfig(distribution_strategy=strategy, num_gpus=0))
+      # No strategy of its own: the command's --strategy, else the hardware's.
+      runtime=cfg.RuntimeConfig(distribution_strategy=FROM_HARDWARE))
 
 
 def _classifier(train_path, validation_path, batch_size, hidden_size):
@@ -114,8 +116,7 @@ def lensing_tiny() -> cfg.ExperimentConfig:
   return _experiment("classifier", objective,
                      _tiny_model(LensConfig(type="simple", output_size=256)),
                      _tiny_tokenization(), train_steps=300,
-                     learning_rate=1e-3, warmup_steps=30, steps_per_loop=50,
-                     strategy="one_device")
+                     learning_rate=1e-3, warmup_steps=30, steps_per_loop=50)
 
 
 @exp_factory.register_config_factory("lensing/tiny_ranker")
@@ -126,8 +127,7 @@ def lensing_tiny_ranker() -> cfg.ExperimentConfig:
   return _experiment("ranker", objective,
                      _tiny_model(LensConfig(type="simple", output_size=256)),
                      _tiny_tokenization(), train_steps=300,
-                     learning_rate=1e-3, warmup_steps=30, steps_per_loop=50,
-                     strategy="one_device")
+                     learning_rate=1e-3, warmup_steps=30, steps_per_loop=50)
 
 
 def _base_model(lens: LensConfig):
@@ -144,8 +144,7 @@ def lensing_nli() -> cfg.ExperimentConfig:
   return _experiment("classifier", objective, _base_model(lens),
                      TokenizationConfig(lower_case=True, seq_length=128),
                      train_steps=20_000, learning_rate=1e-3,
-                     warmup_steps=2000, steps_per_loop=500,
-                     strategy="mirrored")
+                     warmup_steps=2000, steps_per_loop=500)
 
 
 @exp_factory.register_config_factory("lensing/translate")
@@ -155,5 +154,4 @@ def lensing_translate() -> cfg.ExperimentConfig:
   return _experiment("ranker", objective, _base_model(lens),
                      TokenizationConfig(lower_case=False, seq_length=128),
                      train_steps=50_000, learning_rate=1e-3,
-                     warmup_steps=4000, steps_per_loop=500,
-                     strategy="mirrored")
+                     warmup_steps=4000, steps_per_loop=500)

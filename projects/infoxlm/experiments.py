@@ -4,8 +4,8 @@
   of ../shared/data: monolingual UDHR text (+ English Genesis) for MMLM, Multi30k
   en-de/fr/cs and gettext en-xx translation pairs for TLM and XLCo. Give it
   a cased multilingual vocabulary (`python -m cmlm vocab ...`, or the one
-  projects/infoxlm/evidence.py builds) with
-  `task.tokenization.vocab_file` and `task.model.encoder.vocab_size`.
+  projects/infoxlm/evidence.py builds) with `task.tokenization.vocab_file`
+  (the encoder takes its size).
   XLCo contrasts layer 1 of 2 (the only intermediate one), m = 0.99 (a
   100-step time constant for a run of hundreds of steps; 0.999 would leave
   the key encoder near its start for the whole run), a queue of 4096 keys

@@ -34,6 +34,7 @@ from cmlm.projects.misad.misad_objective import MisadObjectiveConfig
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.nlp.configs import encoders
+from cmlm.training.strategies import FROM_HARDWARE
 from cmlm.training.task import SentenceEncoderTaskConfig
 
 
@@ -62,8 +63,8 @@ def _misad(encoder, seq_length: int, batch_size: int, learning_rate: float,
               warmup_steps=max(1, train_steps // 10),
               decay_steps=train_steps, weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
-      runtime=cfg.RuntimeConfig(distribution_strategy="one_device",
-                                num_gpus=0))
+      # No strategy of its own: the command's --strategy, else the hardware's.
+      runtime=cfg.RuntimeConfig(distribution_strategy=FROM_HARDWARE))
 
 
 @exp_factory.register_config_factory("misad/tiny")
@@ -95,5 +96,4 @@ def misad_bert_base() -> cfg.ExperimentConfig:
           attention_dropout_rate=0.1),
       seq_length=128, batch_size=64, learning_rate=5e-5,
       train_steps=156_250, steps_per_loop=500)
-  params.runtime.distribution_strategy = "mirrored"
   return params

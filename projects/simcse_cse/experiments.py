@@ -34,6 +34,7 @@ from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import optimization
 from official.nlp.configs import encoders
+from cmlm.training.strategies import FROM_HARDWARE
 from cmlm.training.task import SentenceEncoderTaskConfig
 
 BERT_BASE_EPOCH_STEPS = 1_000_000 // 64  # wiki1m, batch 64
@@ -55,7 +56,7 @@ SELECTION_INTERVAL = 125  # section 4.1: STS-B dev every 125 steps
 
 
 def _experiment(objective, model, tokenization, train_steps, learning_rate,
-                steps_per_loop, strategy, select_on_sts_b=False):
+                steps_per_loop, select_on_sts_b=False):
   selection = dict(
       validation_interval=SELECTION_INTERVAL,
       best_checkpoint_export_subdir="best",
@@ -74,7 +75,8 @@ def _experiment(objective, model, tokenization, train_steps, learning_rate,
           max_to_keep=2, validation_steps=1,
           optimizer_config=_optimization(learning_rate, train_steps),
           **selection),
-      runtime=cfg.RuntimeConfig(distribution_strategy=strategy, num_gpus=0))
+      # No strategy of its own: the command's --strategy, else the hardware's.
+      runtime=cfg.RuntimeConfig(distribution_strategy=FROM_HARDWARE))
 
 
 def _data(input_path, batch_size, text_format, training=True):
@@ -92,8 +94,7 @@ def _tiny(objective_cls) -> cfg.ExperimentConfig:
       vocab_file=cmlm_experiments.EMBEDDED_VOCAB, lower_case=True,
       seq_length=32)
   return _experiment(objective, base.task.model, tokenization,
-                     train_steps=500, learning_rate=1e-4, steps_per_loop=50,
-                     strategy="one_device")
+                     train_steps=500, learning_rate=1e-4, steps_per_loop=50)
 
 
 def _bert_base(objective_cls) -> cfg.ExperimentConfig:
@@ -110,7 +111,7 @@ def _bert_base(objective_cls) -> cfg.ExperimentConfig:
   return _experiment(objective, model,
                      TokenizationConfig(lower_case=True, seq_length=32),
                      train_steps=BERT_BASE_EPOCH_STEPS, learning_rate=3e-5,
-                     steps_per_loop=SELECTION_INTERVAL, strategy="mirrored",
+                     steps_per_loop=SELECTION_INTERVAL,
                      select_on_sts_b=True)
 
 

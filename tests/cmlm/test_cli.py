@@ -24,7 +24,7 @@ MODEL_GARDEN = {"experiment", "config_file", "params_override", "mode",
 FLAGS_OF = {
     "train": MODEL_GARDEN | {"strategy", "eval_data_dir"},
     "stages": {"config_file", "params_override", "model_dir", "tpu",
-               "schedule", "stage_steps"},
+               "schedule", "stage_steps", "strategy"},
     "demo": {"model_dir", "train_steps"},
     "vocab": {"input", "output", "vocab_size", "lower_case",
               "smoothing_exponent", "skip_invalid_lines"},

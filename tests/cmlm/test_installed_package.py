@@ -111,7 +111,12 @@ def test_setuptools_without_pkg_resources_is_one_line_saying_what_to_run(
   [dist_info] = [n for n in os.listdir(installed_garden)
                  if n.endswith(".dist-info")]
   with open(os.path.join(installed_garden, dist_info, "METADATA")) as f:
-    assert "Requires-Dist: setuptools<81" in f.read().splitlines()
+    metadata = f.read().splitlines()
+  assert "Requires-Dist: setuptools<81" in metadata
+  # The license travels with the package: its name and its text.
+  assert "License: Apache-2.0" in metadata
+  assert any(files and "LICENSE" in files for _, _, files in
+             os.walk(os.path.join(installed_garden, dist_info)))
   model_dir = tmp_path / "demo"
   script = (
       "import sys\n"

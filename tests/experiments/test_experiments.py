@@ -53,8 +53,8 @@ def test_tiny_builds_without_its_vocabulary_and_takes_the_user_s(
     monkeypatch, tmp_path):
   """A config reads no file that may be absent (a garden installed without
   its data, a moved checkout): cmlm/tiny builds, the user's overrides
-  apply, and training checks their vocabulary against the size they give,
-  in one line."""
+  apply, and the encoder takes their vocabulary's size unless they give
+  one, which training then checks against the file, in one line."""
   from cmlm.training import prepared_run  # pylint: disable=g-import-not-at-top
   from cmlm.training import run_config  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(cmlm_experiments, "EMBEDDED_VOCAB",
@@ -66,14 +66,15 @@ def test_tiny_builds_without_its_vocabulary_and_takes_the_user_s(
   override = f"task.tokenization.vocab_file={vocab}"
   params = run_config.build_params("cmlm/tiny", params_override=override,
                                    lock=False)
-  with pytest.raises(ValueError, match="has 7 tokens but "
-                     "task.model.encoder.vocab_size is 0; make them equal"):
-    prepared_run.prepare(params)
-  params = run_config.build_params(
-      "cmlm/tiny", params_override=override +
-      ",task.model.encoder.vocab_size=7", lock=False)
   assert params.task.tokenization.vocab_file == str(vocab)
   assert params.task.model.encoder.vocab_size == 7
+  params = run_config.build_params(
+      "cmlm/tiny", params_override=override +
+      ",task.model.encoder.vocab_size=9", lock=False)
+  assert params.task.model.encoder.vocab_size == 9
+  with pytest.raises(ValueError, match="has 7 tokens but "
+                     "task.model.encoder.vocab_size is 9; make them equal"):
+    prepared_run.prepare(params)
 
 
 def _cli(*args, cwd=None):
