@@ -58,10 +58,12 @@ _TRAINING_ONLY = ("projection_head",)
 
 
 def mteb_model(model, checkpoint: Optional[str] = None,
+               backend: Optional[str] = None, quantized: bool = False,
                **meta) -> "MtebSentenceEncoder":
-  """`model` (any `SentenceEncoder` kind) as an MTEB 2 model; `meta`
-  replaces fields of its `ModelMeta` (see the module docstring)."""
-  return MtebSentenceEncoder(model, checkpoint, **meta)
+  """`model` (any `SentenceEncoder` kind; `backend` and `quantized` as it
+  takes them) as an MTEB 2 model; `meta` replaces fields of its
+  `ModelMeta` (see the module docstring)."""
+  return MtebSentenceEncoder(model, checkpoint, backend, quantized, **meta)
 
 
 class MtebSentenceEncoder(SentenceEncoder):
@@ -69,14 +71,16 @@ class MtebSentenceEncoder(SentenceEncoder):
   `similarity_pairwise` (`mteb.evaluate(model, tasks=...)`).
 
   Args:
-    model, checkpoint: as `SentenceEncoder`.
+    model, checkpoint, backend, quantized: as `SentenceEncoder`.
     **meta: `ModelMeta` fields that replace what is read from the model.
   """
 
   similarity_fn_name = SIMILARITY
 
-  def __init__(self, model, checkpoint: Optional[str] = None, **meta):
-    super().__init__(model, checkpoint)
+  def __init__(self, model, checkpoint: Optional[str] = None,
+               backend: Optional[str] = None, quantized: bool = False,
+               **meta):
+    super().__init__(model, checkpoint, backend, quantized)
     self._facts = model_facts(self.model_path, checkpoint)
     self._meta_overrides = meta
     self._meta = None
