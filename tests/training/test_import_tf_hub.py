@@ -21,6 +21,7 @@ from cmlm.inference import embedders
 from cmlm.modeling.importers import tf_hub
 from cmlm.training import import_run
 from cmlm.training import run_dir
+from cmlm.training import task as task_lib
 from official.legacy.bert import configs as bert_configs
 from official.nlp.tools import export_tfhub_lib
 from tests.export import export_helpers
@@ -126,6 +127,17 @@ def test_model_garden_s_hub_bert_is_imported_from_its_savedmodels(tmp_path):
   expected = (sequence * mask).sum(1) / mask.sum(1)
   ours = embedders.load_embedder(result.model_dir).embed(sentences)
   np.testing.assert_allclose(ours, expected, atol=1e-5, rtol=0)
+  # A training run started from the import (`task.init_checkpoint`)
+  # starts from these weights.
+  task_config = result.params.task
+  task_config.init_checkpoint = result.model_dir
+  task = task_lib.SentenceEncoderTask(task_config)
+  model = task.build_model()
+  model({name: objective.dummy_features()
+         for name, objective in task.objectives.items()})
+  task.initialize(model)
+  started = model.encoder(inputs, training=False)["default"].numpy()
+  np.testing.assert_allclose(started, expected, atol=1e-5, rtol=0)
 
 
 def test_what_pools_the_sentence_vector_is_read_from_the_outputs():
