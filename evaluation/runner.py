@@ -76,7 +76,7 @@ def resolve_tasks(names: Sequence[str], data_dir: Optional[str],
         raise ValueError(
             f"{task_name} reads its files from --data_dir, which was not "
             f"given: pass --data_dir=DIR holding SentEval's layout (this "
-            f"task's files in DIR/{task.default_path}/), or --task_data="
+            f"task's files under DIR/{task.default_path}), or --task_data="
             f"{task_name}=PATH; {DATA_DOC} says where each benchmark comes "
             "from.")
       missing = "" if task.default_path else task.missing(options)

@@ -94,7 +94,7 @@ def test_file_tasks_need_a_data_dir_said_in_one_line(tmp_path):
     message = str(error.value)
     assert "\n" not in message and "--data_dir" in message
     assert "docs/benchmark_data.md" in message
-  assert "DIR/sts/STSBenchmark/" in str(
+  assert "files under DIR/sts/STSBenchmark)" in str(
       pytest.raises(ValueError, runner.resolve_tasks, ["sts-b"], None,
                     {}).value)
   # --task_data alone is enough for the task it names.
