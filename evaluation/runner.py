@@ -34,7 +34,6 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The developers' copy of the benchmarks beside the checkout, which the
 # tests and the evidence scripts read; no command defaults to it.
 DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "eval")
-DEFAULT_BITEXT_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "bitext")
 DATA_DOC = "docs/benchmark_data.md"
 
 
