@@ -24,8 +24,9 @@ Commands:
           DirectRunner here, Dataflow/Flink/Spark on a cluster
           (data_pipelines/beam_pairs.py)
   eval    evaluate any sentence encoder on STS, SentEval transfer, Tatoeba,
-          parallel mining and the language distribution of retrieved
-          sentences; writes report.json and report.md (evaluation/runner.py)
+          parallel mining, the language distribution of retrieved
+          sentences and MTEB's tasks; writes report.json and report.md
+          (evaluation/runner.py)
 
 Projects (projects/<name>/) add commands of their own; they are listed
 below this text in `python -m cmlm --help`.

@@ -58,9 +58,11 @@ _TRAINING_ONLY = ("projection_head",)
 
 
 def mteb_model(model, checkpoint: Optional[str] = None,
+               backend: Optional[str] = None, quantized: bool = False,
                **meta) -> "MtebSentenceEncoder":
-  """`model` (any `SentenceEncoder` kind) as an MTEB 2 model; `meta`
-  replaces fields of its `ModelMeta` (see the module docstring).
+  """`model` (any `SentenceEncoder` kind; `backend` and `quantized` as it
+  takes them) as an MTEB 2 model; `meta` replaces fields of its
+  `ModelMeta` (see the module docstring).
 
   Examples:
     >>> import mteb
@@ -68,7 +70,7 @@ def mteb_model(model, checkpoint: Optional[str] = None,
     >>> results = mteb.evaluate(model, tasks=mteb.get_tasks(
     ...     tasks=["STSBenchmark"]))
   """
-  return MtebSentenceEncoder(model, checkpoint, **meta)
+  return MtebSentenceEncoder(model, checkpoint, backend, quantized, **meta)
 
 
 class MtebSentenceEncoder(SentenceEncoder):
@@ -76,14 +78,16 @@ class MtebSentenceEncoder(SentenceEncoder):
   `similarity_pairwise` (`mteb.evaluate(model, tasks=...)`).
 
   Args:
-    model, checkpoint: as `SentenceEncoder`.
+    model, checkpoint, backend, quantized: as `SentenceEncoder`.
     **meta: `ModelMeta` fields that replace what is read from the model.
   """
 
   similarity_fn_name = SIMILARITY
 
-  def __init__(self, model, checkpoint: Optional[str] = None, **meta):
-    super().__init__(model, checkpoint)
+  def __init__(self, model, checkpoint: Optional[str] = None,
+               backend: Optional[str] = None, quantized: bool = False,
+               **meta):
+    super().__init__(model, checkpoint, backend, quantized)
     self._facts = model_facts(self.model_path, checkpoint)
     self._meta_overrides = meta
     self._meta = None

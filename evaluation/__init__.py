@@ -4,5 +4,6 @@
 reproduces the evaluation protocols of Yang et al. 2021: STS (table 2),
 SentEval transfer (table 1), Tatoeba retrieval (table 5), the language
 distribution of retrieved sentences (figure 2) and BUCC-style parallel mining
-(Kiros et al. 2020, section 4.4).
+(Kiros et al. 2020, section 4.4); `--mteb_tasks` adds MTEB 2's tasks by name
+(`evaluation/mteb_tasks.py`).
 """

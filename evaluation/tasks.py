@@ -8,8 +8,10 @@ retrieved sentences); a project adds its own with `register_task`.
 Each `Task` reads its data first (`read`, so a missing file or bad line stops
 the run before any model is loaded) and evaluates an `Encoder` on it
 (`evaluate`). Default locations are SentEval's layout under `--data_dir`
-(`sts/STS12-en-test`, `transfer/CR`, ...); `--task_data=NAME=PATH` points one
-task elsewhere (a directory in the task's file format).
+(`sts/STS12-en-test`, `transfer/CR`, ...; docs/benchmark_data.md gives each
+benchmark's source and files); `--task_data=NAME=PATH` points one task
+elsewhere (a directory in the task's file format). MTEB's tasks are run by
+name through MTEB's own loaders instead (`evaluation/mteb_tasks.py`).
 """
 import dataclasses
 import os
@@ -39,6 +41,9 @@ class Task:
   default_path: str  # relative to --data_dir ("" = not under --data_dir)
   read: Callable[[str, EvalOptions], dict]  # -> {"data": ..., "files": [...]}
   evaluate: Callable[..., dict]  # (encoder, data, options) -> result
+  # For a task whose data is not under --data_dir: what the options lack to
+  # run it ("" when nothing is missing).
+  missing: Callable[[EvalOptions], str] = lambda options: ""
 
 
 def _read_sts_year(path, options):
@@ -90,12 +95,30 @@ def _read_tatoeba(path, options):
   return {"data": pairs, "files": files}
 
 
+def _missing_mining(options):
+  if (options.bitext_dir or options.mining_source or options.mining_target
+      or options.mining_gold):
+    return ""
+  return ("--mining_source, --mining_target and --mining_gold (a BUCC-style "
+          "test), or --bitext_dir holding Multi30k's "
+          f"{multilingual_data.multi30k_path('', 'de')} and .en.gz to build "
+          "one from")
+
+
+def _missing_pool(options):
+  if options.bitext_dir or options.langdist_pool:
+    return ""
+  return ("--langdist_pool=LANG=FILE,... (line-aligned files), or "
+          "--bitext_dir holding Multi30k's "
+          f"{multilingual_data.multi30k_path('', 'en')} (and de, fr, cs)")
+
+
 def _read_mining(_, options):
   paths = (options.mining_source, options.mining_target, options.mining_gold)
   if any(paths) and not all(paths):
     raise ValueError("mining needs all of --mining_source, --mining_target "
                      "and --mining_gold, or none of them (a test built from "
-                     "Multi30k).")
+                     "Multi30k under --bitext_dir).")
   if not any(paths):
     bitext = [multilingual_data.multi30k_path(options.bitext_dir, language)
               for language in ("de", "en")]
@@ -191,11 +214,13 @@ TASKS: Dict[str, Task] = {task.name: task for task in [
          _evaluate_tatoeba),
     Task("mining", "Kiros et al. 2020 table 5", "f1", "", _read_mining,
          lambda e, d, o: mining.evaluate_mining(
-             e, *d, batch_size=o.batch_size, threshold=o.mining_threshold)),
+             e, *d, batch_size=o.batch_size, threshold=o.mining_threshold),
+         _missing_mining),
     Task("langdist", "figure 2", "self_language_share", "", _read_pool,
          lambda e, d, o: language_distribution.evaluate_language_distribution(
              e, d, os.path.join(o.report_dir, "language_distribution.png"),
-             k=o.langdist_k, batch_size=o.batch_size, title=o.model)),
+             k=o.langdist_k, batch_size=o.batch_size, title=o.model),
+         _missing_pool),
 ]}
 
 GROUPS = {

@@ -7,11 +7,15 @@
         --params_override=task.init_checkpoint=runs/minilm,...
 
 `--source` is a Hugging Face BERT directory (`config.json` + weights +
-`vocab.txt`, sentence-transformers' files too) or a Model Garden checkpoint /
-TF-Hub BERT SavedModel (`--format` picks when the guess is not enough). The
-model_dir written looks like a training run at step 0: `params.yaml` (the
-`cmlm/en_base` recipe, or `experiment`, with the source's encoder,
-vocabulary, casing, text normalization, pooling and sequence length),
+`vocab.txt`, sentence-transformers' files too), a Model Garden checkpoint, or
+a TF-Hub BERT-API encoder SavedModel: `ENCODER_DIR,PREPROCESSOR_DIR`, an
+export of ours (`encoder/` + `preprocessor/`), or the encoder alone
+(`modeling/importers/tf_hub.py`; Google's CMLM encoders, Model Garden's BERT
+exports and ours). `--format` picks when the guess is not enough. A TF-Hub
+encoder is run on probe inputs, and the imported model must give its
+outputs. The model_dir written looks like a training run at step 0:
+`params.yaml` (the `cmlm/en_base` recipe, or `experiment`, with the source's
+encoder, vocabulary, casing, text normalization, pooling and sequence length),
 `vocab.txt`, and `ckpt-0` whose items are the training run's (`encoder`,
 `cmlm_head`, `model`, `global_step`; training/task.py): the encoder and, when
 the source has one, the MLM head imported; the projection head freshly
@@ -39,6 +43,7 @@ from cmlm.data_pipelines import vocabulary
 from cmlm.modeling.importers import encoder_weights
 from cmlm.modeling.importers import huggingface
 from cmlm.modeling.importers import model_garden
+from cmlm.modeling.importers import tf_hub
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import hyperparams
@@ -46,7 +51,7 @@ from cmlm.training import atomic
 from cmlm.training import run_dir
 from cmlm.training import task as task_lib
 
-FORMATS = ("huggingface", "model_garden")
+FORMATS = ("huggingface", "model_garden", "tf_hub")
 VOCAB_FILE = "vocab.txt"
 IMPORT_INFO_FILE = "import_info.json"  # export/model_card.py reads it
 DEFAULT_SEQ_LENGTH = 256  # cmlm/en_base's
@@ -63,6 +68,7 @@ class ImportResult:
   imported_pooler: bool
   unused_weights: List[str]
   origin: Optional[dict] = None  # what import_info.json records
+  notes: List[str] = dataclasses.field(default_factory=list)
 
 
 def read_source(source: str, source_format: Optional[str] = None,
@@ -72,20 +78,25 @@ def read_source(source: str, source_format: Optional[str] = None,
   """Reads `source` in `source_format` (guessed when None)."""
   if not source:
     raise ValueError("--source is required: a Hugging Face model directory, "
-                     "a Model Garden checkpoint or a TF-Hub SavedModel.")
+                     "a Model Garden checkpoint or a TF-Hub encoder "
+                     "(ENCODER_DIR[,PREPROCESSOR_DIR]).")
   if source_format not in (None,) + FORMATS:
     raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got "
                      f"{source_format!r}.")
-  if not (tf.io.gfile.exists(source) or tf.io.gfile.exists(source + ".index")):
-    raise FileNotFoundError(f"--source={source} does not exist.")
+  for path in filter(None, tf_hub.split_source(source)):
+    if not (tf.io.gfile.exists(path) or tf.io.gfile.exists(path + ".index")):
+      raise FileNotFoundError(f"--source={path} does not exist.")
   if source_format is None:
     source_format = ("huggingface" if huggingface.is_huggingface_dir(source)
+                     else "tf_hub" if tf_hub.is_tf_hub(source)
                      else "model_garden")
   if source_format == "huggingface":
     if not huggingface.is_huggingface_dir(source):
       raise FileNotFoundError(f"{source} has no {huggingface.CONFIG}; a "
                               "Hugging Face model directory needs one.")
     return huggingface.read_huggingface(source, vocab_file, lower_case)
+  if source_format == "tf_hub":
+    return tf_hub.read_tf_hub(source, vocab_file, lower_case)
   return model_garden.read_model_garden(source, vocab_file, lower_case)
 
 
@@ -140,9 +151,11 @@ def import_model(source: str, model_dir: str,
 
   Args:
     source: a Hugging Face model directory, a Model Garden checkpoint (prefix
-      or directory) or a TF-Hub BERT SavedModel.
+      or directory) or a TF-Hub BERT-API encoder: `ENCODER_DIR,
+      PREPROCESSOR_DIR`, an export holding both, or the encoder alone.
     model_dir: the directory to write (must not exist unless `overwrite`).
-    source_format: "huggingface" or "model_garden"; guessed when None.
+    source_format: "huggingface", "model_garden" or "tf_hub"; guessed when
+      None.
     vocab_file: the vocabulary, when the source does not hold one.
     lower_case: whether the tokenizer lower-cases; default the source's.
     seq_length: the longest sequence, [CLS] and [SEP] included; default
@@ -179,6 +192,9 @@ def import_model(source: str, model_dir: str,
   unused = encoder_weights.assign_weights(
       model.encoder, imported.weights,
       masked_lm=cmlm_head.masked_lm if cmlm_head is not None else None)
+  if imported.reference is not None:  # the source ran: it must agree
+    encoder_weights.check_against_reference(model.encoder, imported.reference,
+                                            imported.source)
 
   with atomic.atomic_directory(model_dir, overwrite) as temporary:
     shutil.copyfile(imported.vocab_file, os.path.join(temporary, VOCAB_FILE))
@@ -199,7 +215,7 @@ def import_model(source: str, model_dir: str,
       imported_mlm_head=any(k.startswith("cls/predictions/")
                             for k in imported.weights),
       imported_pooler="pooler_transform/kernel" in imported.weights,
-      unused_weights=unused, origin=origin)
+      unused_weights=unused, origin=origin, notes=list(imported.notes))
 
 
 def _read_model_card(directory: str):
@@ -241,14 +257,18 @@ def source_info(source: str, source_name: Optional[str] = None,
     raise ValueError(f"--source_name={source_name} must be the source's "
                      "name (e.g. sentence-transformers/all-MiniLM-L6-v2), "
                      "not a path on this machine.")
-  path = source.rstrip("/")
+  path = tf_hub.split_source(source)[0].rstrip("/")
   directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+  if tf_hub.is_saved_model(path) and os.path.basename(
+      os.path.abspath(path)) == tf_hub.ENCODER_DIR:
+    # An export's encoder/: the export, with its model card, speaks for it.
+    path = directory = os.path.dirname(os.path.abspath(path))
   front, text = _read_model_card(directory)
   if os.path.isfile(os.path.join(directory, "modules.json")):
     kind = "sentence-transformers"
   elif huggingface.is_huggingface_dir(directory):
     kind = "huggingface"
-  elif model_garden.is_saved_model(path):
+  elif tf_hub.is_tf_hub(source):
     kind = "tf-hub"
   else:
     kind = "model_garden"
@@ -296,4 +316,5 @@ def describe(result: ImportResult) -> str:
           f"{result.origin['license'] or 'not stated'}\n"
           f"  MLM head      "
           f"{'imported' if result.imported_mlm_head else 'new'};"
-          f" projection head new ({model.num_projections} projections)")
+          f" projection head new ({model.num_projections} projections)"
+          + "".join(f"\n  note          {note}" for note in result.notes))

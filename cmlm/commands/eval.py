@@ -1,9 +1,14 @@
 r"""Evaluate any sentence encoder on STS, SentEval transfer, Tatoeba, parallel
-mining and the language distribution of retrieved sentences; writes
-report.json and report.md (evaluation/runner.py).
+mining, the language distribution of retrieved sentences and MTEB's tasks;
+writes report.json and report.md (evaluation/runner.py).
 
-    python -m cmlm eval --model=M --tasks=T1,T2 [--report_dir=runs/eval] \
-        [--data_dir=../shared/data/eval] [--max_examples=N] [--batch_size=256]
+    python -m cmlm eval --model=M --tasks=T1,T2 --data_dir=DIR \
+        [--report_dir=runs/eval] [--max_examples=N] [--batch_size=256]
+    python -m cmlm eval --model=M --mteb_tasks=STSBenchmark,SICK-R
+
+--data_dir holds the benchmark files in SentEval's layout; there is no
+default (docs/benchmark_data.md says where each benchmark comes from).
+MTEB's tasks are loaded by MTEB itself (from the Hugging Face Hub).
 """
 import shlex
 from typing import List, Optional
@@ -26,13 +31,20 @@ flags.DEFINE_string("tasks", None, "Comma-separated tasks (sts12..sts16, "
                     "projects register) or groups (sts, transfer, "
                     "multilingual, all, and the projects'); an unknown name "
                     "lists every registered one.", flag_values=FLAGS)
+flags.DEFINE_string("mteb_tasks", None, "Comma-separated MTEB 2 task names "
+                    "(e.g. STSBenchmark,SICK-R,STS12), run through MTEB's "
+                    "own loaders (pip install mteb; data from the Hugging "
+                    "Face Hub); scored beside --tasks in the same report, "
+                    "main score x 100.", flag_values=FLAGS)
 flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
                      flag_values=FLAGS)
 flag_parsing.define_backend_flags(
     FLAGS, __name__, ", so its quality is measured with the same code.")
 flags.DEFINE_string("data_dir", None, "Root of the benchmark files in "
-                    "SentEval's layout (default ../shared/data/eval from the "
-                    "repository root, when it exists).", flag_values=FLAGS)
+                    "SentEval's layout (sts/STSBenchmark/sts-test.csv, "
+                    "transfer/CR/custrev.pos, ...; docs/benchmark_data.md); "
+                    "required by the tasks that read files under it.",
+                    flag_values=FLAGS)
 flags.DEFINE_string("task_data", None, "NAME=PATH,... to read a task's data "
                     "from PATH instead of its place under --data_dir.",
                     flag_values=FLAGS)
@@ -41,9 +53,11 @@ flags.DEFINE_string("report_dir", "runs/eval", "Where report.json, report.md "
 flags.DEFINE_integer("max_examples", None, "At most this many examples per "
                      "split (a fixed random subset), for quick runs.",
                      flag_values=FLAGS)
-flags.DEFINE_string("bitext_dir", None, "Line-aligned bitext for the default "
-                    "mining test and language pool (default "
-                    "../shared/data/bitext; Multi30k val).", flag_values=FLAGS)
+flags.DEFINE_string("bitext_dir", None, "mining, langdist: a folder holding "
+                    "Multi30k's multi30k/val.{en,de,fr,cs}.gz, to build the "
+                    "mining test and the language pool from when "
+                    "--mining_* or --langdist_pool are not given.",
+                    flag_values=FLAGS)
 flags.DEFINE_string("mining_source", None, "mining: the source corpus (BUCC "
                     "'ID TAB sentence' lines, or one sentence a line).",
                     flag_values=FLAGS)
@@ -80,7 +94,7 @@ def main(argv) -> dict:
   from cmlm.evaluation.task_data import EvalOptions  # pylint: disable=g-import-not-at-top
   options = EvalOptions(
       model=FLAGS.model or "", report_dir=FLAGS.report_dir,
-      bitext_dir=FLAGS.bitext_dir or runner.DEFAULT_BITEXT_DIR,
+      bitext_dir=FLAGS.bitext_dir or "",
       batch_size=FLAGS.batch_size, max_examples=FLAGS.max_examples,
       tatoeba_languages=_split(FLAGS.tatoeba_languages),
       tatoeba_pcr=FLAGS.tatoeba_pcr, binary_threshold=FLAGS.binary_threshold,
@@ -91,12 +105,19 @@ def main(argv) -> dict:
                                              "langdist_pool") or None,
       langdist_size=FLAGS.langdist_size, backend=FLAGS.backend,
       quantized=FLAGS.quantized)
+  def load_mteb_model():
+    from cmlm import mteb_encoder  # pylint: disable=g-import-not-at-top
+    return mteb_encoder.mteb_model(FLAGS.model, FLAGS.checkpoint,
+                                   backend=FLAGS.backend,
+                                   quantized=FLAGS.quantized)
   return runner.evaluate(
       FLAGS.model, _split(FLAGS.tasks) or [], options, FLAGS.data_dir,
       runner.parse_assignments(FLAGS.task_data, "task_data"),
       checkpoint=FLAGS.checkpoint,
       command_line=" ".join(shlex.quote(a) for a in
-                            ["python", "-m", "cmlm", "eval", *argv]))
+                            ["python", "-m", "cmlm", "eval", *argv]),
+      mteb_task_names=_split(FLAGS.mteb_tasks) or [],
+      load_mteb_model=load_mteb_model)
 
 
 def _split(text: Optional[str]) -> Optional[List[str]]:

@@ -3,8 +3,8 @@ Garden, TF-Hub) as a training run at step 0, ready to export or to train
 from (training/import_run.py).
 
     python -m cmlm import --source=SRC --model_dir=OUT \
-        [--format=huggingface|model_garden] [--vocab_file=V] [--seq_length=N] \
-        [--lower_case|--nolower_case] [--overwrite] \
+        [--format=huggingface|model_garden|tf_hub] [--vocab_file=V] \
+        [--seq_length=N] [--lower_case|--nolower_case] [--overwrite] \
         [--source_name=sentence-transformers/all-MiniLM-L6-v2] \
         [--source_license=apache-2.0]
 
@@ -18,11 +18,14 @@ from cmlm.commands import flag_parsing
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("source", None, "A Hugging Face BERT directory "
                     "(config.json, weights, vocab.txt), a Model Garden "
-                    "checkpoint or a TF-Hub BERT SavedModel.",
-                    flag_values=FLAGS)
+                    "checkpoint, or a TF-Hub BERT-API encoder SavedModel: "
+                    "ENCODER_DIR,PREPROCESSOR_DIR (the vocabulary, casing "
+                    "and length are read from the preprocessor), an export "
+                    "holding encoder/ and preprocessor/, or ENCODER_DIR "
+                    "alone.", flag_values=FLAGS)
 flags.DEFINE_string("model_dir", None, "Where the imported run goes.",
                     flag_values=FLAGS)
-flags.DEFINE_enum("format", None, ["huggingface", "model_garden"],
+flags.DEFINE_enum("format", None, ["huggingface", "model_garden", "tf_hub"],
                   "The kind of --source (default: guessed).", flag_values=FLAGS)
 flags.DEFINE_string("vocab_file", None, "The WordPiece vocabulary, when "
                     "--source does not hold one.", flag_values=FLAGS)

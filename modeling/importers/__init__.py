@@ -2,8 +2,12 @@
 
 - `weight_files`: Hugging Face safetensors (NumPy only) and PyTorch files.
 - `huggingface`: HF BERT / sentence-transformers names and layouts.
-- `model_garden`: Model Garden checkpoints and TF-Hub BERT SavedModels.
-- `encoder_weights`: the common form (arrays by Model Garden name) and its
-  copy into a `ConditionalMaskedLM`.
-- `importer`: `import_model`, which writes params.yaml, vocab.txt and ckpt-0.
+- `model_garden`: Model Garden checkpoints.
+- `tf_hub`: TF-Hub BERT-API encoder SavedModels and their preprocessors.
+- `encoder_weights`: the common form (arrays by Model Garden name), its
+  copy into a `ConditionalMaskedLM` and the check against the source's
+  outputs.
+
+`training/import_run.py` `import_model` writes params.yaml, vocab.txt and
+ckpt-0 from them.
 """

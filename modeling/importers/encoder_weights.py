@@ -27,6 +27,7 @@ import re
 from typing import Dict, List, Optional
 
 import numpy as np
+import tensorflow as tf
 import tf_keras
 
 from official.nlp.configs import encoders
@@ -37,6 +38,22 @@ _NAME = re.compile(
     r"|pooler_transform/(?:kernel|bias)|cls/predictions/.+)$")
 _LAYER = re.compile(r"^layer_(\d+)/")
 OPTIONAL_PREFIXES = ("pooler_transform/", "cls/predictions/")
+
+
+@dataclasses.dataclass
+class ReferenceOutputs:
+  """The source's own outputs on probe inputs, to check an import against.
+
+  Attributes:
+    inputs: int32 `[batch, length]` `input_word_ids`, `input_mask`,
+      `input_type_ids`.
+    sequence_output: the source's `[batch, length, hidden]`.
+    embedding: the source's sentence vector `[batch, hidden]`, when the
+      imported pooling reproduces it (else None).
+  """
+  inputs: Dict[str, np.ndarray]
+  sequence_output: np.ndarray
+  embedding: Optional[np.ndarray] = None
 
 
 @dataclasses.dataclass
@@ -54,6 +71,8 @@ class ImportedEncoder:
     seq_length: the longest token sequence the source reads ([CLS] and
       [SEP] included), or None for the default.
     source: a one-line description, for messages.
+    reference: the source's outputs, when it can run (a SavedModel).
+    notes: what the import could not carry over, a sentence each.
   """
   weights: Dict[str, np.ndarray]
   encoder: encoders.BertEncoderConfig
@@ -63,6 +82,8 @@ class ImportedEncoder:
   pooling: str = "mean"
   seq_length: Optional[int] = None
   source: str = ""
+  reference: Optional[ReferenceOutputs] = None
+  notes: List[str] = dataclasses.field(default_factory=list)
 
 
 def canonical_name(variable_name: str) -> Optional[str]:
@@ -136,3 +157,28 @@ def assign_weights(encoder, weights: Dict[str, np.ndarray],
                        f"the encoder expects {variable.shape.as_list()}.")
     variable.assign(value)
   return sorted(set(weights) - set(targets))
+
+
+def check_against_reference(encoder, reference: ReferenceOutputs,
+                            source: str) -> None:
+  """Raises ValueError unless the imported `SiameseEncoder` gives the
+  source's sequence output (at the real tokens) and, when recorded, its
+  sentence vector on the reference's inputs."""
+  inputs = {name: tf.constant(value)
+            for name, value in reference.inputs.items()}
+  outputs = encoder(inputs, training=False)
+  real = reference.inputs["input_mask"] > 0
+  checks = [("sequence_output", outputs["sequence_output"].numpy()[real],
+             reference.sequence_output[real])]
+  if reference.embedding is not None:
+    checks.append(("sentence vector", outputs["default"].numpy(),
+                   reference.embedding))
+  for what, ours, theirs in checks:
+    tolerance = 1e-4 * max(1.0, float(np.abs(theirs).max()))
+    difference = float(np.abs(ours - theirs).max())
+    if difference > tolerance:
+      raise ValueError(
+          f"The imported encoder's {what} differs from {source}'s by "
+          f"{difference:.2g}: the source is not a BERT encoder as Model "
+          "Garden builds it (post-LayerNorm, GELU), so it cannot be "
+          "imported.")

@@ -1,20 +1,17 @@
-"""A Model Garden or TF-Hub BERT encoder as our encoder.
+"""A Model Garden BERT checkpoint as our encoder.
 
-Two sources hold Model Garden BERT weights:
-
-* a checkpoint with the encoder as `encoder=` (Model Garden's BERT
-  pretraining, `tf2_encoder_checkpoint_converter`, or
-  `tf.train.Checkpoint(encoder=...).save(...)`), of a `BertEncoderV2` (keys
-  by attribute: `encoder/_transformer_layers/0/_attention_layer/...`) or of
-  the functional `BertEncoder` (keys by layer index:
-  `encoder/layer_with_weights-4/_attention_layer/...`);
-* a TF-Hub BERT SavedModel (`export_tfhub_lib`), whose variables carry Model
-  Garden's names (`transformer/layer_0/self_attention/query/kernel:0`).
+A checkpoint holds Model Garden BERT weights with the encoder as `encoder=`
+(Model Garden's BERT pretraining, `tf2_encoder_checkpoint_converter`, or
+`tf.train.Checkpoint(encoder=...).save(...)`), of a `BertEncoderV2` (keys
+by attribute: `encoder/_transformer_layers/0/_attention_layer/...`) or of
+the functional `BertEncoder` (keys by layer index:
+`encoder/layer_with_weights-4/_attention_layer/...`). A TF-Hub BERT
+SavedModel, which holds the same weights under Model Garden's names, is
+read by `tf_hub`.
 
 Shapes give the architecture; the activation is Model Garden's "gelu", and
 the encoder is taken as post-LayerNorm (BERT's), which the weights cannot
-tell. A SavedModel brings its vocabulary and `do_lower_case`; a checkpoint
-needs `vocab_file` or a `vocab.txt` beside it.
+tell. A checkpoint needs `vocab_file` or a `vocab.txt` beside it.
 """
 import os
 import re
@@ -24,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from cmlm.modeling.importers import encoder_weights
+from cmlm.modeling.importers import tf_hub
 
 _SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 _ROOT = re.compile(r"^(.*?)(_embedding_layer|layer_with_weights-0)/embeddings"
@@ -44,10 +42,6 @@ _BLOCK = [("_attention_layer/_query_dense/", "self_attention/query/"),
           ("_intermediate_dense/", "intermediate/"),
           ("_output_dense/", "output/"),
           ("_output_layer_norm/", "output_layer_norm/")]
-
-
-def is_saved_model(path: str) -> bool:
-  return tf.io.gfile.exists(os.path.join(path, "saved_model.pb"))
 
 
 def _block_name(rest: str) -> Optional[str]:
@@ -111,36 +105,25 @@ def _find_vocab(source: str, vocab_file: Optional[str]) -> str:
 def read_model_garden(source: str, vocab_file: Optional[str] = None,
                       lower_case: Optional[bool] = None
                       ) -> encoder_weights.ImportedEncoder:
-  """Reads a Model Garden checkpoint or TF-Hub SavedModel (module doc)."""
-  if is_saved_model(source):
-    loaded = tf.saved_model.load(source)
-    weights = {}
-    for variable in loaded.variables:
-      name = encoder_weights.canonical_name(variable.name)
-      if name:
-        weights[name] = variable.numpy()
-    if vocab_file is None and hasattr(loaded, "vocab_file"):
-      vocab_file = loaded.vocab_file.asset_path.numpy().decode("utf-8")
-    if lower_case is None and hasattr(loaded, "do_lower_case"):
-      lower_case = bool(loaded.do_lower_case.numpy())
-    description = f"TF-Hub SavedModel {source}"
-  else:
-    checkpoint = (tf.train.latest_checkpoint(source)
-                  if tf.io.gfile.isdir(source) else source)
-    if not checkpoint or not tf.io.gfile.exists(checkpoint + ".index"):
-      raise FileNotFoundError(
-          f"{source} is neither a SavedModel nor a checkpoint (a prefix such "
-          "as DIR/ckpt-1000 with its .index, or a directory holding one).")
-    try:
-      weights = checkpoint_to_model_garden_names(
-          tf.train.load_checkpoint(checkpoint))
-    except (tf.errors.OpError, ValueError) as error:
-      reason = str(error).strip().splitlines()[0] if str(error) else ""
-      raise ValueError(f"The checkpoint {checkpoint} cannot be imported: "
-                       f"{reason}.") from None
-    description = f"Model Garden checkpoint {checkpoint}"
+  """Reads a Model Garden checkpoint (module docstring); a TF-Hub
+  SavedModel is read by `tf_hub.read_tf_hub`."""
+  if tf_hub.is_tf_hub(source):
+    return tf_hub.read_tf_hub(source, vocab_file, lower_case)
+  checkpoint = (tf.train.latest_checkpoint(source)
+                if tf.io.gfile.isdir(source) else source)
+  if not checkpoint or not tf.io.gfile.exists(checkpoint + ".index"):
+    raise FileNotFoundError(
+        f"{source} is neither a SavedModel nor a checkpoint (a prefix such "
+        "as DIR/ckpt-1000 with its .index, or a directory holding one).")
+  try:
+    weights = checkpoint_to_model_garden_names(
+        tf.train.load_checkpoint(checkpoint))
+  except (tf.errors.OpError, ValueError) as error:
+    reason = str(error).strip().splitlines()[0] if str(error) else ""
+    raise ValueError(f"The checkpoint {checkpoint} cannot be imported: "
+                     f"{reason}.") from None
   return encoder_weights.ImportedEncoder(
       weights=weights, encoder=encoder_weights.infer_encoder_config(weights),
       vocab_file=_find_vocab(source, vocab_file),
       lower_case=True if lower_case is None else lower_case,
-      source=description)
+      source=f"Model Garden checkpoint {checkpoint}")

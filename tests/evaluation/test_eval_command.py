@@ -37,7 +37,7 @@ def test_cli_eval_of_a_trained_run_writes_the_report(tiny, tmp_path):
   report_dir = tmp_path / "report"
   completed = export_helpers.run_cli(
       "eval", f"--model={tiny.model_dir}", "--tasks=sts-b,cr",
-      "--max_examples=120", "--batch_size=64", f"--report_dir={report_dir}")
+      f"--data_dir={DEFAULT_DATA_DIR}", "--max_examples=120", "--batch_size=64", f"--report_dir={report_dir}")
   assert completed.returncode == 0, completed.stderr[-3000:]
   assert "[1/2] sts-b (table 2)" in completed.stdout
   assert "sent/s" in completed.stderr  # encoding progress

@@ -82,6 +82,40 @@ def test_groups_skip_missing_data_but_named_tasks_need_it(tmp_path):
   assert not os.path.exists(tmp_path / "report")
 
 
+def test_file_tasks_need_a_data_dir_said_in_one_line(tmp_path):
+  """No default points outside the repository: a task read from --data_dir
+  without one is one line naming the layout and the page on the data."""
+  options = EvalOptions(report_dir=str(tmp_path / "report"))
+  for names in (["sts-b"], ["transfer"]):
+    with pytest.raises(ValueError) as error:
+      eval_command.main([f"--model={tmp_path / 'no_model'}",
+                         f"--tasks={','.join(names)}",
+                         f"--report_dir={tmp_path / 'report'}"])
+    message = str(error.value)
+    assert "\n" not in message and "--data_dir" in message
+    assert "docs/benchmark_data.md" in message
+  assert "files under DIR/sts/STSBenchmark)" in str(
+      pytest.raises(ValueError, runner.resolve_tasks, ["sts-b"], None,
+                    {}).value)
+  # --task_data alone is enough for the task it names.
+  data_dir = _senteval_layout(tmp_path / "data")
+  sts_b = os.path.join(data_dir, "sts", "STSBenchmark")
+  chosen, _ = runner.resolve_tasks(["sts-b"], None, {"sts-b": sts_b})
+  assert chosen[0][1] == sts_b
+  # mining and langdist need their files, or Multi30k under --bitext_dir;
+  # in a group they are skipped without them.
+  with pytest.raises(ValueError, match="mining needs --mining_source, "
+                     "--mining_target and --mining_gold .* or --bitext_dir"):
+    runner.run_evaluation("toy", ["mining"], options, data_dir,
+                          encoder=bag_of_words_encoder)
+  _, skipped = runner.resolve_tasks(["multilingual"], data_dir, {}, options)
+  assert skipped["langdist"].startswith("no data: it needs --langdist_pool")
+  assert "mining" in skipped and not os.path.exists(tmp_path / "report")
+  options.bitext_dir = str(tmp_path / "bitext")
+  _, skipped = runner.resolve_tasks(["multilingual"], data_dir, {}, options)
+  assert "mining" not in skipped and "langdist" not in skipped
+
+
 def test_a_malformed_line_stops_the_run_before_the_model_loads(tmp_path):
   data_dir = _senteval_layout(tmp_path / "data")
   with open(os.path.join(data_dir, "sts", "STSBenchmark", "sts-test.csv"),
