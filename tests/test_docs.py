@@ -88,13 +88,12 @@ def sections(markdown):
 
 
 def user_docs():
-  """README.md, CHANGELOG.md, docs/*.md but the generated reference, and
-  the projects' READMEs, relative to the repository."""
+  """README.md, CHANGELOG.md, docs/*.md, the generated command reference
+  and the projects' READMEs, relative to the repository."""
   pages = ["README.md", "CHANGELOG.md"] + sorted(
       os.path.relpath(path, REPO_ROOT) for path in
-      glob.glob(os.path.join(REPO_ROOT, "docs", "*.md")))
-  # docs/reference/commands.md is left out until `eval --data_dir` names no
-  # default outside the repository (its help is copied there).
+      glob.glob(os.path.join(REPO_ROOT, "docs", "*.md"))) + [
+          os.path.join("docs", "reference", "commands.md")]
   return pages + [os.path.relpath(path, REPO_ROOT)
                   for path in project_readmes()]
 
