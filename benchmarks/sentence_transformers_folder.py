@@ -104,8 +104,8 @@ for precision, name in (("fp32", "model.onnx"),
   np.save(out + f"_{precision}.npy", rows)
 ids = [[i for i, m in zip(e.ids, e.attention_mask) if m]  # unpadded
        for e in tokenizer.encode_batch(sentences)]
-json.dump(dict(ids=ids, modules=[m for m in ("cmlm", "tensorflow")
-                                 if m in sys.modules]), open(out + ".json", "w"))
+imported = [m for m in ("cmlm", "tensorflow") if m in sys.modules]
+json.dump(dict(ids=ids, modules=imported), open(out + ".json", "w"))
 """
 
 

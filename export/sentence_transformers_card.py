@@ -33,7 +33,8 @@ def usage_snippets(manifest: dict) -> List[List[str]]:
 
   Examples:
     >>> [lines[1] for lines in usage_snippets(manifest)]
-    ['from sentence_transformers import SentenceTransformer', 'import numpy as np']
+    ['from sentence_transformers import SentenceTransformer',
+     'import numpy as np']
   """
   sentence_transformers = [
       "```python",

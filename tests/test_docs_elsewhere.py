@@ -33,7 +33,8 @@ def test_the_page_s_examples_run_as_written_without_the_garden(
   script = "".join(f"exec(compile({code!r}, 'example', 'exec'), {{}})\n"
                    for code in page_snippets())
   script += ("import sys\n"
-             "print(sorted(m for m in ('cmlm', 'tests') if m in sys.modules))\n")
+             "print(sorted(m for m in ('cmlm', 'tests')\n"
+             "             if m in sys.modules))\n")
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", HF_HUB_OFFLINE="1")
   env.pop("TF_USE_LEGACY_KERAS", None)  # the TF-Hub example sets it
   env.pop("PYTHONPATH", None)

@@ -47,7 +47,8 @@ POOLS = {
     "scripts": _chars((0x600, 0x6FF), (0x900, 0x97F), (0xE00, 0xE7F),
                       (0x5D0, 0x5EA)),
     "emoji": _chars((0x1F300, 0x1F64F), (0x1F900, 0x1F9FF), (0x1F3FB, 0x1F3FF),
-                    (0x1F1E6, 0x1F1FF), (0x2600, 0x27BF)) + ["\u200d", "\ufe0f"],
+                    (0x1F1E6, 0x1F1FF), (0x2600, 0x27BF)) + [
+                        "\u200d", "\ufe0f"],
     "controls": _chars((0x0, 0x1F), (0x7F, 0x9F)) + list(
         "\u00ad\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u202a\u202e\u2060"
         "\u2061\ufeff\ufffd\U000e0001\U000e0041\u061c\u180e\u034f"),
