@@ -78,8 +78,11 @@ def installed_garden(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_artifacts_export(tiny_run, tmp_path_factory):
   """`tiny_run` exported once per session with the TFLite and ONNX
-  artifacts (`--formats=saved_model,tflite,onnx`): the ExportResult."""
+  artifacts and the sentence-transformers folder
+  (`--formats=saved_model,tflite,onnx,sentence_transformers`): the
+  ExportResult."""
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
   export_dir = str(tmp_path_factory.mktemp("tiny_artifacts") / "export")
   return exporter.export_run(tiny_run[0], export_dir,
-                             formats=("saved_model", "tflite", "onnx"))
+                             formats=("saved_model", "tflite", "onnx",
+                                      "sentence_transformers"))

@@ -4,7 +4,9 @@
 (`export.artifacts`), its files, size, speed class and the agreement the
 export measured with the SavedModel, then a snippet that runs the int8
 model with its runtime alone (`int8_snippet`, run verbatim by
-tests/export/test_artifacts.py).
+tests/export/test_artifacts.py). `sentence_transformers_section(manifest)`
+is the card's lines on the sentence-transformers folder
+(`export.sentence_transformers_folder`).
 """
 from typing import Dict, List
 
@@ -50,7 +52,9 @@ def artifact_section(manifests: Dict[str, dict]) -> List[str]:
            "TFLite or ONNX models, float32 and int8 (dynamic range: int8 "
            "weights, activations quantized per call). Tokenization is plain "
            "Python (`cmlm.data_pipelines.plain_tokenizer`, equal to the "
-           "preprocessor's) reading the `vocab.txt` beside each model. "
+           "preprocessor's) reading the `vocab.txt` beside each model; the "
+           "`tokenizer.json` beside it gives the same ids with Hugging "
+           "Face's `tokenizers` in any language it has bindings for. "
            "Agreement: the smallest cosine to the SavedModel's embedding "
            "over the export's probe sentences (long, empty, non-Latin, "
            "emoji, controls).",
@@ -73,3 +77,41 @@ def artifact_section(manifests: Dict[str, dict]) -> List[str]:
             "TensorFlow, from this directory:", ""]
   lines += int8_snippet(first)
   return lines
+
+
+def folder_agreement(manifest: dict) -> str:
+  """What the export measured of the sentence-transformers folder's ONNX
+  files, as a sentence (empty without them).
+
+  Examples:
+    >>> folder_agreement({"check": None})
+    ''
+  """
+  check = manifest.get("check") or {}
+  if not check:
+    return ""
+  return (f" Over the export's {check['sentences']} probe sentences (long, "
+          "empty, non-Latin, emoji, controls) the ONNX files, fed by "
+          "`tokenizer.json`, give the SavedModel's embedding to a cosine of "
+          f"{check['float32_min_cosine']:.6f} or more (float32) and "
+          f"{check['int8_min_cosine']:.4f} (int8).")
+
+
+def sentence_transformers_section(manifest: dict) -> List[str]:
+  """The export card's lines on the folder (none when it was not written).
+
+  Examples:
+    >>> sentence_transformers_section({})
+    []
+  """
+  if not manifest:
+    return []
+  return ["", "## sentence-transformers and Hugging Face", "",
+          "`sentence_transformers/` is this model as a sentence-transformers "
+          "/ Hugging Face folder (`model.safetensors`, `tokenizer.json`, "
+          f"Transformer -> {manifest['pooling']} pooling"
+          + (" -> Normalize" if manifest.get("normalize") else "")
+          + (", ONNX float32 and int8" if manifest.get("onnx") else "")
+          + "): `SentenceTransformer(\"sentence_transformers\")` loads it "
+          "without the garden; its own README.md shows how."
+          + folder_agreement(manifest)]

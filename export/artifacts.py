@@ -12,6 +12,10 @@ SavedModels of the same published version (`export.publish`):
                               per output channel (Gemms as MatMuls first, so
                               that every projection is int8)
     */vocab.txt               the vocabulary, for the tokenizer
+    */tokenizer.json          the same tokenization for Hugging Face's
+                              `tokenizers` (Python, Rust, Node, Java, ...:
+                              `data_pipelines.tokenizer_json`), so that any
+                              runtime can feed the model without the garden
     */artifact.json           tokenization, files, sizes, measured agreement
 
 Each model maps `input_word_ids`, `input_mask` int32 `[batch, time]` to the
@@ -29,6 +33,9 @@ tokenization; `artifact.json` records the smallest cosine of float32 and of
 int8. An artifact that cannot be made (a converter error, a missing
 package) is reported in one line by `write_artifacts` and the others are
 written. Nothing here names a path of this machine.
+`--formats=sentence_transformers` (`export.sentence_transformers_folder`)
+is parsed here too: the transformer as a Hugging Face / sentence-transformers
+folder.
 """
 import contextlib
 import json
@@ -42,9 +49,12 @@ import tensorflow as tf
 import tf_keras
 
 from cmlm.data_pipelines import tokenization as tokenization_lib
+from cmlm.data_pipelines import tokenizer_json
 from cmlm.inference import artifact_runtime
 
-FORMATS = ("saved_model",) + artifact_runtime.FORMATS
+SENTENCE_TRANSFORMERS = "sentence_transformers"
+FORMATS = (("saved_model",) + artifact_runtime.FORMATS +
+           (SENTENCE_TRANSFORMERS,))
 FILES = {"tflite": {"float32": "model.tflite", "int8": "model_int8.tflite"},
          "onnx": {"float32": "model.onnx", "int8": "model_int8.onnx"}}
 VOCAB_FILE = "vocab.txt"
@@ -62,7 +72,10 @@ PROBE_SENTENCES = (
     "Don't stop-believing... (really?) [yes] {no} 3.14159",
 )
 # What `--formats` needs beyond TensorFlow.
-_PACKAGES = {"onnx": ("tf2onnx", "onnx", "onnxruntime")}
+_PACKAGES = {"tflite": ("tokenizers",),
+             "onnx": ("tf2onnx", "onnx", "onnxruntime", "tokenizers"),
+             SENTENCE_TRANSFORMERS: ("tf2onnx", "onnx", "onnxruntime",
+                                     "tokenizers")}
 
 
 class ArtifactUnavailable(Exception):
@@ -117,23 +130,38 @@ def _write_tflite(directory: str, function) -> None:
 
 
 def _write_onnx(directory: str, function) -> None:
+  write_onnx_pair(function, os.path.join(directory, FILES["onnx"]["float32"]),
+                  os.path.join(directory, FILES["onnx"]["int8"]))
+
+
+def write_onnx_pair(function, float32_path: str, int8_path: str) -> None:
+  """The traced `function` as ONNX: float32 at `float32_path` (tf2onnx,
+  constants folded) and int8 at `int8_path` (onnxruntime's dynamic
+  quantization, QInt8 weights per output channel, every projection).
+  Its inputs and outputs keep the names of the function's signature and
+  of its output dict.
+
+  Examples:
+    >>> write_onnx_pair(embedding_function(encoder_model),
+    ...                 "onnx/model.onnx", "onnx/model_int8.onnx")
+  """
   import tf2onnx  # pylint: disable=g-import-not-at-top
   from onnxruntime import quantization  # pylint: disable=g-import-not-at-top
-  float32 = os.path.join(directory, FILES["onnx"]["float32"])
+  directory = os.path.dirname(float32_path)
   converted = os.path.join(directory, "converted.onnx")
   tf2onnx.convert.from_function(
       function, input_signature=function.input_signature, opset=ONNX_OPSET,
       output_path=converted)
-  _fold_constants(converted, float32)
+  _fold_constants(converted, float32_path)
   os.remove(converted)
   for_int8 = os.path.join(directory, "for_int8.onnx")
-  _gemms_as_matmuls(float32, for_int8)
+  _gemms_as_matmuls(float32_path, for_int8)
   # Per output channel: on MiniLM, per-tensor weights (the default) left
   # the embeddings of STS-B sentences at a mean cosine of 0.973 to float32
   # (smallest 0.954), per channel at 0.996 (0.993).
   quantization.quantize_dynamic(
-      for_int8, os.path.join(directory, FILES["onnx"]["int8"]),
-      weight_type=quantization.QuantType.QInt8, per_channel=True)
+      for_int8, int8_path, weight_type=quantization.QuantType.QInt8,
+      per_channel=True)
   os.remove(for_int8)
 
 
@@ -204,7 +232,13 @@ def _gemms_as_matmuls(source: str, target: str) -> None:
 _WRITERS: Dict[str, Callable] = {"tflite": _write_tflite, "onnx": _write_onnx}
 
 
-def _min_cosine(a: np.ndarray, b: np.ndarray) -> float:
+def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
+  """The smallest cosine between the rows of `a` and `b`.
+
+  Examples:
+    >>> min_cosine(np.eye(2), np.array([[1.0, 0.0], [1.0, 1.0]]))
+    0.7071067811865475
+  """
   a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
   b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
   return float(np.min(np.sum(a * b, axis=1)))
@@ -217,7 +251,7 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
   function = embedding_function(encoder_model)
   os.makedirs(directory)
   try:
-    with _quiet_converters():
+    with quiet_converters():
       _WRITERS[name](directory, function)
   except Exception as error:  # pylint: disable=broad-except
     # A converter's failure is about this model (an op it lacks), not a bug
@@ -226,8 +260,11 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
     raise ArtifactUnavailable(first_line[-1][:300]) from error
   shutil.copyfile(tokenization.vocab_file,
                   os.path.join(directory, VOCAB_FILE))
+  tokenizer_json.write_tokenizer_json(
+      tokenization, os.path.join(directory, tokenizer_json.FILE_NAME))
   manifest = dict(
       format=name, files=FILES[name], vocab_file=VOCAB_FILE,
+      tokenizer_file=tokenizer_json.FILE_NAME,
       inputs=["input_word_ids", "input_mask"], output="default",
       dimension=int(encoder_model.output["default"].shape[-1]),
       tokenization=dict(lower_case=bool(tokenization.lower_case),
@@ -260,7 +297,7 @@ def check_artifact(directory: str, encoder_model: tf_keras.Model,
     model = artifact_runtime.ArtifactModel(directory,
                                            quantized=precision == "int8")
     check[f"{precision}_min_cosine"] = round(
-        _min_cosine(model.embed(PROBE_SENTENCES), reference), 6)
+        min_cosine(model.embed(PROBE_SENTENCES), reference), 6)
   return check
 
 
@@ -287,10 +324,15 @@ def write_artifacts(directory: str, formats: Sequence[str],
 
 
 @contextlib.contextmanager
-def _quiet_converters():
+def quiet_converters():
   """tf2onnx and the TFLite converter log every pass at INFO; onnxruntime's
   quantization warns on the root logger about a pre-processing it does not
-  need here."""
+  need here.
+
+  Examples:
+    >>> with quiet_converters():
+    ...   write_onnx_pair(function, "model.onnx", "model_int8.onnx")
+  """
   loggers = [logging.getLogger(name) for name in ("tf2onnx", "absl", "")]
   levels = [logger.level for logger in loggers]
   for logger in loggers:

@@ -12,7 +12,10 @@ from the latest checkpoint of `--model_dir` (or `--checkpoint=.../ckpt-N`);
 the version is the checkpoint's step unless `--version` says otherwise.
 `--formats=saved_model,tflite,onnx` also writes `tflite/` and `onnx/` into
 the same version (`export.artifacts`: the encoder as TFLite and ONNX models,
-float32 and int8, with the vocabulary their tokenizer reads). The
+float32 and int8, with the vocabulary their tokenizer reads and the same
+tokenization as `tokenizer.json`); `sentence_transformers` writes
+`sentence_transformers/`, the model as a sentence-transformers / Hugging
+Face folder (`export.sentence_transformers_folder`). The
 checkpoint is read and every model built before anything is written; the
 three SavedModels are then written together into one temporary directory,
 renamed into `versions/<name>/` when complete, and published as a whole by
@@ -37,6 +40,8 @@ from cmlm.export import card_facts
 from cmlm.export import model_card
 from cmlm.export import preprocessor as preprocessor_lib
 from cmlm.export import publish
+from cmlm.export import sentence_transformers_card
+from cmlm.export import sentence_transformers_folder
 from cmlm.export import serving as serving_lib
 from cmlm.inference import run_record
 from cmlm.modeling import principal_component_removal as pcr
@@ -59,6 +64,8 @@ class ExportResult:
   step: int
   version_dir: str = ""  # <export_dir>/versions/<name>: the three, whole
   artifacts: dict = dataclasses.field(default_factory=dict)  # name -> manifest
+  # The sentence-transformers folder's manifest; empty when not written.
+  sentence_transformers: dict = dataclasses.field(default_factory=dict)
 
 
 def export_run(model_dir: str, export_dir: str,
@@ -87,7 +94,8 @@ def export_run(model_dir: str, export_dir: str,
     card_options: what the user states for the card and `export_info.json`
       (model name, datasets, license, language; `card_facts.CardOptions`).
     formats: `saved_model` (always written) and any of `tflite`, `onnx`
-      (`export.artifacts`).
+      (`export.artifacts`) and `sentence_transformers`
+      (`export.sentence_transformers_folder`).
     run: the run as `inference.run_record.read_run` read it (with
       `checkpoint` and `eval_report`), when the caller already has it;
       read here otherwise.
@@ -125,6 +133,9 @@ def export_run(model_dir: str, export_dir: str,
     objectives = ", ".join(params.task.active_objectives())
     raise ValueError(f"{model_dir} trained {objectives}, not CMLM: it has no "
                      "trained MLM head to export; drop --mlm.")
+  with_folder = artifacts_lib.SENTENCE_TRANSFORMERS in formats
+  if with_folder:  # a head it cannot express is refused before any work
+    sentence_transformers_folder.check_exportable(params.task.model)
   version = step if version is None else version
   export_dir = os.path.abspath(export_dir)
   result = ExportResult(
@@ -184,10 +195,18 @@ def export_run(model_dir: str, export_dir: str,
       print(f"export: {', '.join(result.artifacts)} carry the `default` "
             f"embedding only; {', '.join(extra_signatures)} (the pooling "
             "head's) is in serving/ alone.")
+    if with_folder:
+      print("Writing the sentence-transformers folder...", flush=True)
+      result.sentence_transformers = sentence_transformers_folder.write_folder(
+          os.path.join(directory, sentence_transformers_folder.DIRECTORY),
+          encoder, serving_encoder, tokenization, params.task.model,
+          normalize, lambda manifest: sentence_transformers_card.folder_card(
+              facts, manifest))
     if write_card:  # rendered once, with the artifacts written above
       with open(os.path.join(directory, card_facts.CARD_FILE), "w",
                 encoding="utf-8") as f:
-        f.write(model_card.model_card(facts, result.artifacts))
+        f.write(model_card.model_card(facts, result.artifacts,
+                                      result.sentence_transformers))
   # The sequence length and the parameters the embedding uses (the serving
   # encoder's: no MLM or projection head) go into export_info.json for
   # readers such as `cmlm.mteb_model` (MTEB's max_tokens, n_parameters).

@@ -38,7 +38,7 @@ Language Modeling (Yang et al. 2021, `../shared/papers/cmlm_yang2021.txt`,
 sections 2-3) and the run's other objectives, mean/cls/max pooled.
 """
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from cmlm.export import artifact_card
 from cmlm.export import card_facts as facts_lib
@@ -100,18 +100,29 @@ def _scores(facts: CardFacts) -> List[Tuple[str, str, Optional[float], str]]:
   return rows
 
 
-def _front_matter(facts: CardFacts) -> List[str]:
+TF_HUB_TAGS = ("sentence-embeddings", "sentence-similarity",
+               "feature-extraction", "text-embedding", "tensorflow",
+               "tensorflow-hub", "saved_model")
+
+
+def front_matter(facts: CardFacts, library_name: str = "tf-keras",
+                 tags: Sequence[str] = TF_HUB_TAGS) -> List[str]:
+  """The YAML front matter, as the Hugging Face Hub reads it, between its
+  `---` lines (the sentence-transformers folder's card names its own
+  library and tags).
+
+  Examples:
+    >>> front_matter(facts, "sentence-transformers", ["onnx"])[0]
+    '---'
+  """
   import yaml  # pylint: disable=g-import-not-at-top
   front = {}
   if facts.languages:
     front["language"] = facts.languages
   front["license"] = facts.license
-  front.update({"library_name": "tf-keras",
+  front.update({"library_name": library_name,
                 "pipeline_tag": "sentence-similarity",
-                "tags": ["sentence-embeddings", "sentence-similarity",
-                         "feature-extraction", "text-embedding", "tensorflow",
-                         "tensorflow-hub", "saved_model"] + (
-                             [] if facts.imported else ["cmlm"])})
+                "tags": list(tags) + ([] if facts.imported else ["cmlm"])})
   if facts.stated_datasets:
     front["datasets"] = facts.stated_datasets
   origin = facts.origin or {}
@@ -158,7 +169,13 @@ def _origin_text(origin: dict) -> str:
       f" ({origin['source_format']})" if origin.get("source_format") else "")
 
 
-def _overview(facts: CardFacts) -> List[str]:
+def overview(facts: CardFacts) -> List[str]:
+  """The card's Overview lines (the folder's card shares them).
+
+  Examples:
+    >>> overview(facts)[0].startswith("A universal sentence encoder")
+    True
+  """
   params = facts.params
   model, tokenization = params.task.model, params.task.tokenization
   encoder = model.encoder
@@ -331,7 +348,13 @@ def _evaluation(facts: CardFacts) -> List[str]:
   return lines
 
 
-def _license(facts: CardFacts) -> List[str]:
+def license_lines(facts: CardFacts) -> List[str]:
+  """The card's License section, one paragraph.
+
+  Examples:
+    >>> license_lines(facts)[0].startswith("No license is stated")
+    True
+  """
   origin = facts.origin or {}
   lines = []
   try:
@@ -358,7 +381,13 @@ def _license(facts: CardFacts) -> List[str]:
   return [" ".join(lines)]
 
 
-def _citation(facts: CardFacts) -> List[str]:
+def citation_lines(facts: CardFacts) -> List[str]:
+  """The card's Citation section: a lead line and the BibTeX entries.
+
+  Examples:
+    >>> citation_lines(facts)[2]
+    '```bibtex'
+  """
   origin = facts.origin or {}
   entries = list(origin.get("citation") or [])
   if origin:
@@ -375,15 +404,18 @@ def _citation(facts: CardFacts) -> List[str]:
 
 
 def model_card(facts: CardFacts,
-               artifacts: Optional[Dict[str, dict]] = None) -> str:
+               artifacts: Optional[Dict[str, dict]] = None,
+               sentence_transformers: Optional[dict] = None) -> str:
   """The card's Markdown text (see the module docstring); `artifacts`, the
-  manifests of the TFLite / ONNX artifacts written (`export.artifacts`)."""
+  manifests of the TFLite / ONNX artifacts written (`export.artifacts`);
+  `sentence_transformers`, the folder's manifest
+  (`export.sentence_transformers_folder`)."""
   params = facts.params
   model, tokenization = params.task.model, params.task.tokenization
   encoder = model.encoder
-  lines = _front_matter(facts) + ["", f"# {facts.title}", ""]
+  lines = front_matter(facts) + ["", f"# {facts.title}", ""]
   lines += _metadata(facts)
-  lines += ["", "## Overview", ""] + _overview(facts)
+  lines += ["", "## Overview", ""] + overview(facts)
   lines += ["", "## Intended use and limitations", ""] + _intended_use(facts)
   lines += ["", "## Model Format", "",
             "Three TensorFlow 2 SavedModels (TF-Hub's `saved_model_2`):",
@@ -419,13 +451,15 @@ def model_card(facts: CardFacts,
              else ".")]
   lines += ["", "## Model Usage", ""] + _usage(facts)
   lines += artifact_card.artifact_section(artifacts or {})
+  lines += artifact_card.sentence_transformers_section(
+      sentence_transformers or {})
   lines += ["", "## Fine-tuning", "",
             "`hub.KerasLayer(\"encoder\", trainable=True)` under a Keras 2 "
             "model fine-tunes every encoder weight (the preprocessor has "
             "none)."]
   lines += ["", "## Evaluation", ""] + _evaluation(facts)
-  lines += ["", "## License", ""] + _license(facts)
-  lines += ["", "## Citation", ""] + _citation(facts)
+  lines += ["", "## License", ""] + license_lines(facts)
+  lines += ["", "## Citation", ""] + citation_lines(facts)
   lines += ["", "## Changelog", "",
             f"- Version {facts.version}: `{facts.checkpoint}` (step "
             f"{facts.step}) of `{facts.model_name}`.", ""]

@@ -13,8 +13,9 @@ from typing import Optional
 VERSIONS_DIR = "versions"
 CURRENT = "current"
 PARTS = ("encoder", "preprocessor", "serving")
-# Written only with `--formats` (export.artifacts); not SavedModels.
-ARTIFACT_PARTS = ("tflite", "onnx")
+# Written only with `--formats` (export.artifacts,
+# export.sentence_transformers_folder); not SavedModels.
+ARTIFACT_PARTS = ("tflite", "onnx", "sentence_transformers")
 ARTIFACT_INFO_FILE = "export_info.json"
 CARD_FILE = "README.md"
 INFO_FILE = os.path.join("assets.extra", "export_info.json")

@@ -6,7 +6,7 @@ Serving text-to-embedding SavedModel (export/exporter.py).
         [--eval_report=runs/tiny/eval] [--package_dir=hub/tiny] \
         [--model_name=cmlm-en-base] [--dataset_name=wikipedia] \
         [--license=apache-2.0] [--language=en] \
-        [--formats=saved_model,tflite,onnx]
+        [--formats=saved_model,tflite,onnx,sentence_transformers]
 
 Each export carries a model card, README.md (export/model_card.py), that
 names no path of this machine; --model_name, --dataset_name, --license and
@@ -36,10 +36,17 @@ flags.DEFINE_list("formats", ["saved_model"], "What to write: saved_model "
                   "model_int8.tflite) and onnx (onnx/model.onnx and "
                   "model_int8.onnx): the encoder as TFLite or ONNX models, "
                   "float32 and int8, with the vocabulary their Python "
-                  "tokenizer reads, checked against the SavedModel. encode, "
-                  "eval and SentenceEncoder then use the fastest "
-                  "(--backend, --quantized). A format the model cannot be "
-                  "converted to is reported in one line and left out.",
+                  "tokenizer reads and tokenizer.json (the same tokenization "
+                  "for Hugging Face's tokenizers), checked against the "
+                  "SavedModel. encode, eval and SentenceEncoder then use the "
+                  "fastest (--backend, --quantized). A format the model "
+                  "cannot be converted to is reported in one line and left "
+                  "out. sentence_transformers writes sentence_transformers/, "
+                  "the model as a sentence-transformers / Hugging Face "
+                  "folder (BERT weights, tokenizer.json, Transformer -> "
+                  "Pooling -> Normalize, ONNX float32 and int8); a run "
+                  "whose embedding it cannot express (a pooling head, "
+                  "sentence_representation=proj) is refused in one line.",
                   flag_values=FLAGS)
 flags.DEFINE_bool("overwrite", False, "Replace encoder/, preprocessor/ and "
                   "the serving version when they exist.", flag_values=FLAGS)

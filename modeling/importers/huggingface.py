@@ -24,7 +24,10 @@ LayerNorm epsilon: Model Garden's BERT uses 1e-12, HF BERT's default.
 Tokenization: the model_dir asks for `text_normalization="huggingface"`, so
 training and the exported preprocessor clean and lower-case text as HF's
 `BertTokenizerFast` does (TF Text's NFKC case folding would turn a final 'ς'
-into 'σ', 'ß' into 'ss', and give other ids).
+into 'σ', 'ß' into 'ss', and give other ids), unless `tokenizer_config.json`
+names a `text_normalization` of its own: a folder the garden wrote
+(`export/sentence_transformers_folder.py`) records the run's, so that its
+import tokenizes as the run did.
 """
 import json
 import os
@@ -33,6 +36,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from cmlm.data_pipelines.tokenization import TEXT_NORMALIZATIONS
 from cmlm.modeling.importers import encoder_weights
 from cmlm.modeling.importers import weight_files
 
@@ -127,6 +131,60 @@ def to_model_garden_names(tensors: Dict[str, np.ndarray], num_heads: int
   return weights
 
 
+def _inverse_rule(pattern: str, target: str):
+  """(the Model Garden name as a regex, the HF name as a template) of one
+  of `_RULES`: `to_model_garden_names` read backwards."""
+  groups = iter(re.findall(r"\((.*?)\)", pattern))
+  garden = re.escape(target)
+  for index in range(target.count("{")):
+    group = next(groups)
+    if group in ("weight|bias",):  # renamed as _PARAMETER / _NORM_PARAMETER
+      group = ("gamma|beta" if "LayerNorm" in pattern else "kernel|bias")
+    garden = garden.replace(re.escape(f"{{{index}}}"), f"({group})")
+  template, index = pattern, 0
+  while "(" in template:
+    template = re.sub(r"\(.*?\)", f"{{{index}}}", template, count=1)
+    index += 1
+  return garden, template.replace("\\.", ".")
+
+
+def to_huggingface_names(weights: Dict[str, np.ndarray]
+                         ) -> Dict[str, np.ndarray]:
+  """`to_model_garden_names` inverted: Model Garden keys and layouts to HF
+  BERT names (no `bert.` prefix, as `BertModel` saves them) and PyTorch's
+  `[out, in]` kernels, from the same `_RULES`.
+
+  Examples:
+    >>> to_huggingface_names({"layer_0/intermediate/kernel": np.ones([4, 8])})
+    {'encoder.layer.0.intermediate.dense.weight': array(...)}  # [8, 4]
+  """
+  inverse = {_PARAMETER[k]: k for k in _PARAMETER}
+  inverse.update({_NORM_PARAMETER[k]: k for k in _NORM_PARAMETER})
+  rules = [_inverse_rule(pattern, target) + (layout,)
+           for pattern, target, layout in _RULES]
+  tensors = {}
+  for name, value in weights.items():
+    for garden, template, layout in rules:
+      match = re.fullmatch(garden, name)
+      if match:
+        break
+    else:
+      raise ValueError(f"{name} is not a weight of a BERT encoder that "
+                       "Hugging Face's BertModel holds.")
+    groups = [inverse.get(group, group) for group in match.groups()]
+    value = np.asarray(value, np.float32)
+    if layout == "linear" and value.ndim == 2:  # [in, out] -> [out, in]
+      value = value.T
+    elif layout == "heads_in":  # [in, heads, size] -> [hidden_out, hidden_in]
+      value = value.reshape(value.shape[0], -1).T
+    elif layout == "heads_bias":  # [heads, size] -> [hidden]
+      value = value.reshape(-1)
+    elif layout == "heads_out":  # [heads, size, out] -> [out, hidden_in]
+      value = value.reshape(-1, value.shape[-1]).T
+    tensors[template.format(*groups)] = np.ascontiguousarray(value)
+  return tensors
+
+
 def _read_json(path: str, default=None):
   if not os.path.isfile(path):
     return default
@@ -208,13 +266,18 @@ def read_huggingface(model_dir: str, vocab_file: Optional[str] = None,
     raise ValueError(f"{model_dir}/tokenizer_config.json turns off Chinese "
                      "character splitting or accent stripping, which our "
                      "WordPiece tokenizer always does.")
+  text_normalization = tokenizer.get("text_normalization", "huggingface")
+  if text_normalization not in TEXT_NORMALIZATIONS:
+    raise ValueError(f"{model_dir}/tokenizer_config.json has "
+                     f"text_normalization {text_normalization!r}; expected "
+                     f"one of {', '.join(TEXT_NORMALIZATIONS)}.")
   vocab_file = vocab_file or os.path.join(model_dir, "vocab.txt")
   if not os.path.isfile(vocab_file):
     raise FileNotFoundError(f"{vocab_file} does not exist; a BERT model "
                             "directory needs its WordPiece vocab.txt.")
   return encoder_weights.ImportedEncoder(
       weights=weights, encoder=encoder, vocab_file=vocab_file,
-      lower_case=lower_case, text_normalization="huggingface",
+      lower_case=lower_case, text_normalization=text_normalization,
       pooling=_pooling(model_dir),
       seq_length=sentence_bert.get("max_seq_length"),
       source=f"Hugging Face model {model_dir}")

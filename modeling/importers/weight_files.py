@@ -1,4 +1,4 @@
-"""Reads a Hugging Face checkpoint's tensors into NumPy arrays.
+"""Reads (and writes) a Hugging Face checkpoint's tensors as NumPy arrays.
 
 Two formats hold a Hugging Face model's weights:
 
@@ -58,6 +58,33 @@ def read_safetensors(path: str) -> Dict[str, np.ndarray]:
                        f"{entry['dtype']}.")
     tensors[name] = array.reshape(entry["shape"])
   return tensors
+
+
+def write_safetensors(tensors: Dict[str, np.ndarray], path: str) -> None:
+  """Writes float32 `tensors` as one .safetensors file (`read_safetensors`'
+  layout: names in sorted order, buffers packed in that order, the header
+  padded with spaces to a multiple of 8 bytes, as the `safetensors` package
+  writes it), with NumPy alone.
+
+  Examples:
+    >>> write_safetensors({"a": np.zeros([2, 3], np.float32)}, "m.safetensors")
+    >>> read_safetensors("m.safetensors")["a"].shape
+    (2, 3)
+  """
+  header, buffers, offset = {"__metadata__": {"format": "pt"}}, [], 0
+  for name in sorted(tensors):
+    data = np.ascontiguousarray(tensors[name], "<f4").tobytes()
+    header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                    "data_offsets": [offset, offset + len(data)]}
+    buffers.append(data)
+    offset += len(data)
+  encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
+  encoded += b" " * (-len(encoded) % 8)
+  with open(path, "wb") as f:
+    f.write(len(encoded).to_bytes(8, "little"))
+    f.write(encoded)
+    for data in buffers:
+      f.write(data)
 
 
 def read_pytorch_bin(path: str) -> Dict[str, np.ndarray]:
