@@ -99,9 +99,11 @@ def user_docs():
 
 
 def prose(markdown):
-  """The text a reader reads as words: inline code spans dropped (a
-  `session.run` is code, not a note)."""
-  return re.sub(r"`[^`\n]*`", "", markdown)
+  """The text a reader reads as words: code blocks and inline code spans
+  dropped (a `session.run` is code, not a note)."""
+  without_blocks = re.sub(r"^```.*?^```", "", markdown,
+                          flags=re.MULTILINE | re.DOTALL)
+  return re.sub(r"`[^`\n]*`", "", without_blocks)
 
 
 def test_readme_and_build_guide_stay_short():
