@@ -135,11 +135,12 @@ def new_pipeline(pipeline_args: Sequence[str], num_inputs: int
   return beam.Pipeline(options=PipelineOptions(args))
 
 
-def _worker_ready() -> bool:
-  """Run on each worker of a `local_dask_cluster` before the job: to
+def _ready_worker() -> None:
+  """Run on each worker of a `local_dask_cluster` before the job. To
   unpickle it, a worker imports this module and with it Beam and
-  TensorFlow, which the job's first tasks would otherwise wait for."""
-  return True
+  TensorFlow, which the job's first tasks would otherwise wait for; Dask's
+  own progress lines (INFO) are then left out of this terminal."""
+  logging.getLogger('distributed').setLevel(logging.WARNING)
 
 
 @contextlib.contextmanager
@@ -169,7 +170,7 @@ def local_dask_cluster(workers: int) -> Iterator[str]:
         n_workers=workers, processes=True, threads_per_worker=1,
         host='127.0.0.1', dashboard_address=None) as cluster:
       with distributed.Client(cluster, set_as_default=False) as client:
-        client.run(_worker_ready)
+        client.run(_ready_worker)
       yield cluster.scheduler_address
   finally:
     dask_logs.setLevel(level)

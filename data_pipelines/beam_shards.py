@@ -129,8 +129,13 @@ class WriteSeededShards(beam.PTransform):
     keyed = records | 'ShardOf' >> beam.Map(
         lambda item: (pair_tfrecords.record_order_key(item[1], seed)
                       % num_shards, item))
-    every_shard = records.pipeline | 'EveryShard' >> beam.Create(
-        [(index, None) for index in range(num_shards)])
+    # One element expanded, not a Create of every index: the DaskRunner
+    # makes a partition of each of a Create's elements (up to its
+    # partitions), and each partition is one more input to the shuffle.
+    every_shard = (records.pipeline
+                   | 'EveryShard' >> beam.Create([num_shards])
+                   | 'ShardIndexes' >> beam.FlatMap(
+                       lambda count: [(index, None) for index in range(count)]))
     written = ((keyed, every_shard)
                | 'WithEmptyShards' >> beam.Flatten()
                | 'GroupByShard' >> beam.GroupByKey()
