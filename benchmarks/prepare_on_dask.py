@@ -16,7 +16,7 @@ and once in this process on the DirectRunner for reference. For each:
     scheduling and the final shuffle of a tiny job taken out);
   * the cluster's start-up (its worker processes importing Beam and
     TensorFlow), apart from the job;
-  * each worker's peak resident memory (`ru_maxrss`), and before the jobs
+  * each worker's peak resident memory (VmHWM), and before the jobs
     (Beam and TensorFlow imported), and this process's;
   * whether the shards are the bytes of the first run (they must be).
 
@@ -117,8 +117,15 @@ def build_corpus(directory, sources, megabytes, file_megabytes):
 
 
 def peak_memory_mb():
-  """This process's peak resident memory, in MB (Linux: KiB)."""
-  return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+  """This process's peak resident memory in MB: VmHWM (Linux), which
+  belongs to the process's own memory; `ru_maxrss` elsewhere, which a
+  spawned worker inherits from the process that started it."""
+  try:
+    with open("/proc/self/status", encoding="utf-8") as f:
+      peak_kib = int(re.search(r"VmHWM:\s*(\d+) kB", f.read()).group(1))
+  except (OSError, AttributeError):
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  return round(peak_kib / 1024, 1)
 
 
 def shard_bytes(result):
