@@ -109,7 +109,8 @@ def build_corpus(directory, sources, megabytes, file_megabytes):
         data = ("\n\n".join(chunk) + "\n").encode("utf-8")
         with open(os.path.join(directory, f"part{files:05d}.txt"), "wb") as f:
           f.write(data)
-        written, files, count = written + len(data), files + 1, count + len(chunk)
+        written, files = written + len(data), files + 1
+        count += len(chunk)
         chunk, size = [], 0
         if written >= target:
           break
@@ -225,15 +226,20 @@ def main():
                     "_workers"]
   per_worker = largest["marginal_records_per_s_per_worker"]
   text_per_record = size / max(largest["records"], 1)
-  projection = {str(n): round(PROJECTED_PAIRS / (per_worker * n) / 3600, 2)
-                for n in PROJECTED_WORKERS}
-  figures.update(projection_hours_for_1e9_pairs=projection,
-                 text_bytes_per_record=round(text_per_record, 1))
-  print(f"projection at {per_worker:.0f} records/s per worker "
-        f"({text_per_record:.0f} bytes of text per record): 1e9 pairs take "
-        + ", ".join(f"{hours:.1f} h on {n} workers"
-                    for n, hours in projection.items())
-        + " (plus start-up and the final shuffle)", flush=True)
+  figures["text_bytes_per_record"] = round(text_per_record, 1)
+  if largest.get("marginal_unreliable"):
+    figures["projection_hours_for_1e9_pairs"] = None
+    print("no projection: the corpus is too small to give a marginal rate",
+          flush=True)
+  else:
+    projection = {str(n): round(PROJECTED_PAIRS / (per_worker * n) / 3600, 2)
+                  for n in PROJECTED_WORKERS}
+    figures["projection_hours_for_1e9_pairs"] = projection
+    print(f"projection at {per_worker:.0f} records/s per worker "
+          f"({text_per_record:.0f} bytes of text per record): 1e9 pairs take "
+          + ", ".join(f"{hours:.1f} h on {n} workers"
+                      for n, hours in projection.items())
+          + " (plus start-up and the final shuffle)", flush=True)
   print(f"load after: {figures['load_after']}", flush=True)
   print(json.dumps(figures))
 

@@ -17,13 +17,16 @@ What differs between runners is kept in this module:
     cluster lost (a task whose workers all died, the scheduler gone) is
     `JobFailed`, one line.
 
-The DaskRunner of Beam 2.77 lacks three things the jobs used to rely on,
-so the jobs no longer use them on any runner: metrics (its result has
-none: the counts travel with the data as `beam_text.Tally`), a `DoFn`'s
+The DaskRunner of Beam 2.77 lacks things the jobs used to rely on, so the
+jobs no longer use them on any runner: metrics (its result has none: the
+counts travel with the data as `beam_text.Tally`), a `DoFn`'s
 `finish_bundle` output (dropped: `BatchElements` lost each bundle's last
-batch, so sentences are batched per file), and side inputs (evaluated by
-recomputing their whole input inside a task: the totals are combined
-without one). `local_dask_cluster` starts a cluster on this machine.
+batch, so sentences are batched per file), tagged outputs (all land in
+the main one: `beam_text.split_tallies` filters instead) and side inputs
+(evaluated by recomputing their whole input inside a task: the totals are
+combined without one); and it computes only the last transform applied
+(the summary's writer, `beam_shards`, is last and reads everything).
+`local_dask_cluster` starts a cluster on this machine.
 """
 import contextlib
 import logging
@@ -85,8 +88,10 @@ def dask_args(pipeline_args: Sequence[str], num_inputs: int) -> List[str]:
   `MAX_DASK_PARTITIONS`). Other runners' options are returned as given.
 
   Examples:
-    >>> dask_args(['--runner=DaskRunner'], 3)
-    ['--runner=apache_beam.runners.dask.dask_runner.DaskRunner', '--dask_npartitions=3']
+    >>> dask_args(['--runner=DaskRunner'], 3)[1:]
+    ['--dask_npartitions=3']
+    >>> dask_args(['--runner=DaskRunner'], 3)[0] == f'--runner={DASK_RUNNER}'
+    True
   """
   args = list(pipeline_args)
   if not uses_dask(args):

@@ -245,6 +245,11 @@ class _PipeFeeder:
         os.close(fd)
 
 
+# Named pipes and /proc: the worker-kill tests need Linux.
+linux_only = pytest.mark.skipif(not os.path.isdir('/proc/self/fd'),
+                                reason='needs /proc and named pipes (Linux)')
+
+
 def corpus_with_a_pipe(tmp_path):
   """(the spec with a named pipe, the same spec with a plain file of the
   pipe's text, that text)."""
@@ -260,6 +265,7 @@ def corpus_with_a_pipe(tmp_path):
 
 
 @pytest.mark.slow
+@linux_only
 def test_a_worker_killed_mid_job_its_task_reruns_and_the_records_are_whole(
     tmp_path, cluster):
   """Dask reruns a dead worker's tasks elsewhere (up to its
@@ -281,6 +287,7 @@ def test_a_worker_killed_mid_job_its_task_reruns_and_the_records_are_whole(
 
 
 @pytest.mark.slow
+@linux_only
 def test_a_job_whose_worker_dies_past_allowed_failures_publishes_nothing(
     tmp_path, cluster):
   """With the scheduler's allowed-failures at 0, one dead worker fails its
