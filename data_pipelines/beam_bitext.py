@@ -12,8 +12,10 @@ read the shards wherever they read bitext (`bitext.iter_bitext`).
 
 Nothing in the input stops the job: binary and unreadable files, aligned
 files whose line counts differ, lines that are not UTF-8, rows with fewer
-than two columns or an empty side are skipped and counted (Beam metrics,
-the table at the end).
+than two columns or an empty side are skipped and counted (a
+`beam_text.Tally` per source, summed with the shards; Beam metrics too;
+the table at the end). The job runs on every runner `beam_runners` knows,
+Dask's included.
 """
 import json
 import os
@@ -24,9 +26,9 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 import tensorflow as tf
 
+from cmlm.data_pipelines import beam_runners
 from cmlm.data_pipelines import beam_shards
 from cmlm.data_pipelines import beam_text
 from cmlm.data_pipelines import bitext
@@ -93,7 +95,7 @@ class _Binary(Exception):
   """A file whose first 8 KiB hold a NUL byte."""
 
 
-def _lines(f, key: str) -> Iterator[str]:
+def _lines(f, key: str, tally: beam_text.Tally) -> Iterator[str]:
   """The lines of an open file, streamed; None for a line that is not UTF-8
   (counted). Raises _Binary for a binary file."""
   head = f.read(_SNIFF_BYTES)
@@ -103,55 +105,61 @@ def _lines(f, key: str) -> Iterator[str]:
     try:
       yield raw.decode('utf-8')
     except UnicodeDecodeError:
-      beam_text.count('lines_not_utf8', key)
+      tally.add('lines_not_utf8', key)
       yield None
 
 
-def _checked(key, source, target):
+def _checked(key, source, target, tally: beam_text.Tally):
   if source is None or target is None:
     return
   if not source.strip() or not target.strip():
-    beam_text.count('rows_empty_side', key)
+    tally.add('rows_empty_side', key)
     return
-  beam_text.count('pairs', key)
+  tally.add('pairs', key)
   yield key, source, target
 
 
-def read_bitext(element: BitextSource) -> Iterator[Tuple[str, str, str]]:
-  """(key, layout, paths) -> (key, source, target), bad input counted.
+def read_bitext(element: BitextSource):
+  """(key, layout, paths) -> (key, source, target) rows, then the source's
+  `beam_text.Tally` (what was read, skipped and why)."""
+  tally = beam_text.Tally()
+  yield from _rows(element, tally)
+  yield tally
 
-  A TSV file is streamed (its rows before a read error are kept); the two
-  files of an aligned pair are read whole first, as their line counts must
-  agree before any of their rows is kept.
-  """
+
+def _rows(element: BitextSource, tally: beam_text.Tally
+          ) -> Iterator[Tuple[str, str, str]]:
+  """A TSV file is streamed (its rows before a read error are kept); the
+  two files of an aligned pair are read whole first, as their line counts
+  must agree before any of their rows is kept."""
   key, layout, paths = element
   try:
     if layout == 'aligned':
       sides = []
       for path in paths:
         with beam_text.open_file(path) as f:
-          sides.append(list(_lines(f, key)))
-      beam_text.count('files_read', key, 2)
+          sides.append(list(_lines(f, key, tally)))
+      tally.add('files_read', key, 2)
       if len(sides[0]) != len(sides[1]):
-        beam_text.count('files_misaligned', key)
+        tally.add('files_misaligned', key)
         return
       for source, target in zip(*sides):
-        yield from _checked(key, source, target)
+        yield from _checked(key, source, target, tally)
       return
     with beam_text.open_file(paths[0]) as f:
-      for line in _lines(f, key):
+      for line in _lines(f, key, tally):
         if line is None:
           continue
         columns = line.split('\t')
         if len(columns) < 2:
-          beam_text.count('rows_malformed', key)
+          tally.add('rows_malformed', key)
           continue
-        yield from _checked(key, columns[-2], columns[-1])
-    beam_text.count('files_read', key)
+        yield from _checked(key, columns[-2], columns[-1], tally)
+    tally.add('files_read', key)
   except _Binary:
-    beam_text.count('files_binary', key)
+    tally.add('files_binary', key)
   except Exception as error:  # pylint: disable=broad-except
-    beam_text.count('files_unreadable', key)
+    tally.add('files_unreadable', key)
     print(f'prepare: skipped the rest of {"|".join(paths)}: '
           f'{type(error).__name__}: {error}', file=sys.stderr, flush=True)
 
@@ -176,6 +184,7 @@ def prepare_bitext(input_spec: str, output_prefix: str, num_shards: int = 16,
     ValueError (`bitext.BitextError`): a bad setting or input, before the
       job, or a job that found no pair (nothing is published).
     FileExistsError: the output exists and `overwrite` is False.
+    beam_runners.JobFailed: the cluster lost the job (nothing is published).
   """
   stream = stream or sys.stderr
   if num_shards < 1:
@@ -189,22 +198,23 @@ def prepare_bitext(input_spec: str, output_prefix: str, num_shards: int = 16,
   if old_outputs and not overwrite:
     raise FileExistsError(f'{old_outputs[0]} exists; pass --overwrite to '
                           f'replace the output {output_prefix}.')
+  pipeline = beam_runners.new_pipeline(pipeline_args, len(sources))
   print(f'prepare: {len(sources)} bitext sources -> {output_prefix}'
         f'.tfrecord-*-of-{num_shards:05d} (seed {seed})', file=stream,
         flush=True)
   start = time.perf_counter()
   with beam_shards.temporary_output(output_prefix) as directory:
-    pipeline = beam.Pipeline(options=PipelineOptions(list(pipeline_args)))
-    _ = (pipeline
-         | 'Sources' >> beam.Create(sources)
-         | 'Reshuffle' >> beam.Reshuffle()
-         | 'ReadBitext' >> beam.FlatMap(read_bitext)
-         | 'Records' >> beam.Map(_record)
+    read = (pipeline
+            | 'Sources' >> beam.Create(sources)
+            | 'Reshuffle' >> beam.Reshuffle()
+            | 'ReadBitext' >> beam.FlatMap(read_bitext))
+    rows, tallies = beam_text.split_tallies(read)
+    _ = ((rows | 'Records' >> beam.Map(_record), tallies)
          | 'WriteShards' >> beam_shards.WriteSeededShards(directory, names,
                                                           seed))
-    result = beam_text.run_to_end(pipeline)
-    counts = beam_text.query_counts(result)
-    pairs_by_language = beam_shards.read_summary(directory, names)
+    beam_runners.run_to_end(pipeline)
+    counts = beam_shards.read_counts(directory, names)
+    pairs_by_language = dict(counts.by_name.get('records', {}))
     if not sum(pairs_by_language.values()):
       raise bitext.BitextError(
           f'The bitext {input_spec!r} gave no translation pair; nothing was '

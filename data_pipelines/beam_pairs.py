@@ -1,13 +1,15 @@
 """The corpus-to-records pipeline on Apache Beam: `python -m cmlm prepare`.
 
 What `pair_tfrecords.write_pair_tfrecords` does in one process, as a Beam
-job that runs on the DirectRunner (several processes on one machine) or on
-Dataflow, Flink or Spark for a corpus of terabytes (Yang et al. 2021,
-section 3: ~1B consecutive sequences of Common Crawl):
+job that runs on the DirectRunner (several processes on one machine), on a
+Dask cluster (`beam_runners`) or on Dataflow, Flink or Spark for a corpus
+of terabytes (Yang et al. 2021, section 3: ~1B consecutive sequences of
+Common Crawl):
 
   files (`beam_text`: .txt / .gz, local or gs://, LANG=keys)
     -> documents (blank-line separated paragraphs, or whole files)
-    -> sentences (`sentence_splitter`, per script)
+    -> sentences (`sentence_splitter`, per script), in batches of a file's
+       documents, and the file's counts (`beam_text.ReadSentences`)
     -> pairs (`pair_unit`: the paper's consecutive sequences packed with the
        run's tokenizer, `sequence_packing`, or single sentences)
     -> `tf.train.Example` records (`s1`, `s2`, and `language` when keyed)
@@ -17,7 +19,9 @@ section 3: ~1B consecutive sequences of Common Crawl):
 The records are exactly the pairs the one-process writer makes; with the
 same seed, the shards are byte for byte those of `write_pair_tfrecords(...,
 seed=seed)`. Bad input is skipped and counted (`beam_text`); the output is
-published only when the whole job succeeded.
+published only when the whole job succeeded. The same transforms run on
+every runner: none needs metrics, side inputs or `finish_bundle`, which
+Beam's DaskRunner lacks (`beam_runners`).
 """
 import dataclasses
 import os
@@ -26,8 +30,8 @@ import time
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
+from cmlm.data_pipelines import beam_runners
 from cmlm.data_pipelines import beam_shards
 from cmlm.data_pipelines import beam_text
 from cmlm.data_pipelines import corpus
@@ -98,9 +102,13 @@ class _PackSequences(beam.DoFn):
       yield from _neighbours(language, sequences)
 
 
+def _sentence_pairs(batch) -> Iterator[Tuple[str, str, str]]:
+  for language, sentences in batch:
+    yield from _neighbours(language, sentences)
+
+
 def _neighbours(language: str, units: Sequence[str]
                 ) -> Iterator[Tuple[str, str, str]]:
-  beam_text.count('pairs', language, max(len(units) - 1, 0))
   for s1, s2 in zip(units[:-1], units[1:]):
     yield language, s1, s2
 
@@ -114,25 +122,22 @@ def build_pipeline(pipeline: beam.Pipeline, files: List[beam_text.LanguageFile],
                    config: PairsConfig, directory: str,
                    names: List[str]) -> None:
   """Adds the corpus-to-records transforms to `pipeline`."""
-  sentences = (pipeline
-               | 'Inputs' >> beam.Create(files)
-               | 'MatchFiles' >> beam.FlatMap(beam_text.match_files)
-               | 'Reshuffle' >> beam.Reshuffle()
-               | 'ReadDocuments' >> beam.ParDo(beam_text.ReadDocuments(
-                   config.document_unit, config.split, config.heldout_percent))
-               | 'SplitSentences' >> beam.FlatMap(beam_text.split_sentences))
+  read = (pipeline
+          | 'Inputs' >> beam.Create(files)
+          | 'MatchFiles' >> beam.FlatMap(beam_text.match_files)
+          | 'Reshuffle' >> beam.Reshuffle()
+          | 'ReadSentences' >> beam.ParDo(beam_text.ReadSentences(
+              config.document_unit, config.split, config.heldout_percent,
+              _PACK_BATCH_SENTENCES)))
+  batches, tallies = beam_text.split_tallies(read)
   if config.pair_unit == 'sequence':
-    pairs = (sentences
-             | 'Batch' >> beam.BatchElements(
-                 min_batch_size=1, max_batch_size=_PACK_BATCH_SENTENCES,
-                 element_size_fn=lambda element: len(element[1]))
-             | 'PackSequences' >> beam.ParDo(_PackSequences(config.tokenization_config)))
+    pairs = batches | 'PackSequences' >> beam.ParDo(
+        _PackSequences(config.tokenization_config))
   else:
-    pairs = sentences | 'SentencePairs' >> beam.FlatMapTuple(_neighbours)
-  _ = (pairs
-       | 'Records' >> beam.Map(_record)
-       | 'WriteShards' >> beam_shards.WriteSeededShards(directory, names,
-                                                        config.seed))
+    pairs = batches | 'SentencePairs' >> beam.FlatMap(_sentence_pairs)
+  records = pairs | 'Records' >> beam.Map(_record)
+  _ = (records, tallies) | 'WriteShards' >> beam_shards.WriteSeededShards(
+      directory, names, config.seed)
 
 
 def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
@@ -145,7 +150,9 @@ def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
     output_prefix: e.g. `/data/pairs/train` or `gs://bucket/pairs/train`.
     config: the `PairsConfig`.
     pipeline_args: Beam's pipeline options, e.g. `['--runner=DataflowRunner',
-      '--project=p', ...]` (the DirectRunner when none is given).
+      '--project=p', ...]` or `['--runner=DaskRunner',
+      '--dask_client_address=tcp://HOST:8786']` (the DirectRunner when none
+      is given; see `beam_runners`).
     overwrite: replace an existing output of the same prefix.
     stream: where progress lines go (stderr).
 
@@ -153,10 +160,15 @@ def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
     ValueError, corpus.CorpusError: a bad setting or input, before the job.
     FileExistsError: the output exists and `overwrite` is False.
     corpus.CorpusError: the job found no pair (nothing is published).
+    beam_runners.JobFailed: the cluster lost the job (nothing is published).
   """
   stream = stream or sys.stderr
   config.check()
   files = beam_text.expand_input_spec(input_spec)
+  if beam_runners.uses_dask(pipeline_args):
+    # Dask's partitions are made from the inputs the job is given (its
+    # Reshuffle moves nothing): remote globs are listed now.
+    files = [match for part in files for match in beam_text.match_files(part)]
   names = [os.path.basename(path) for path in
            pair_tfrecords.shard_paths(output_prefix, config.num_shards)]
   manifest_path = pair_tfrecords.metadata_path(output_prefix)
@@ -165,16 +177,17 @@ def prepare_pairs(input_spec: str, output_prefix: str, config: PairsConfig,
   if old_outputs and not overwrite:
     raise FileExistsError(f'{old_outputs[0]} exists; pass --overwrite to '
                           f'replace the output {output_prefix}.')
+  pipeline = beam_runners.new_pipeline(pipeline_args, len(files))
   print(f'prepare: {len(files)} inputs -> {output_prefix}.tfrecord-*-of-'
         f'{config.num_shards:05d} ({config.pair_unit} pairs, seed '
         f'{config.seed})', file=stream, flush=True)
   start = time.perf_counter()
   with beam_shards.temporary_output(output_prefix) as directory:
-    pipeline = beam.Pipeline(options=PipelineOptions(list(pipeline_args)))
     build_pipeline(pipeline, files, config, directory, names)
-    result = beam_text.run_to_end(pipeline)
-    counts = beam_text.query_counts(result)
-    pairs_by_language = beam_shards.read_summary(directory, names)
+    beam_runners.run_to_end(pipeline)
+    counts = beam_shards.read_counts(directory, names)
+    pairs_by_language = dict(counts.by_name.get('records', {}))
+    counts.by_name['pairs'] = pairs_by_language
     if not sum(pairs_by_language.values()):
       raise corpus.CorpusError(
           f'The input {input_spec!r} gave no sentence pairs; nothing was '

@@ -9,6 +9,13 @@ workers, any order of processing, and from the one-process writer. Each
 shard is written by one worker, which sorts it in memory: choose the shard
 count so that a shard stays well under a worker's memory (~1 GB).
 
+Beside the shards, `WriteSeededShards` adds up the records each shard got
+per language and the `beam_text.Tally` elements it is given (the reading's
+counts) into `summary.json`, one combine without side inputs (which the
+DaskRunner does not evaluate in place); `read_summary` reads them back.
+A shard that a retried task writes again is rewritten whole, to the same
+bytes, and the summary counts each shard once.
+
 Shards are written under a temporary directory beside the output
 (`.{name}.tmp-{id}/`); `publish` renames them to their final names once
 the job has succeeded and writes the manifest last. `temporary_output`
@@ -25,6 +32,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 import apache_beam as beam
 import tensorflow as tf
 
+from cmlm.data_pipelines import beam_text
 from cmlm.data_pipelines import pair_tfrecords
 
 
@@ -61,31 +69,35 @@ def write_text_shard(path: str, records: List[bytes]) -> None:
 
 
 class _WriteShard(beam.DoFn):
-  """(shard index, records) -> the shard file; yields {language: records}."""
+  """(shard index, records) -> the shard file; yields a `Tally` of its
+  records by language (`records/LANGUAGE`)."""
 
   def __init__(self, directory: str, names: List[str], seed: int,
                write: Callable[[str, List[bytes]], None]):
     self._directory, self._names = directory, names
     self._seed, self._write = seed, write
 
-  def process(self, element) -> Iterator[Dict[str, int]]:
+  def process(self, element) -> Iterator[Dict[str, int]]:  # a Tally
     index, values = element
     keyed = sorted((pair_tfrecords.record_order_key(record, self._seed),
                     record, language)
                    for language, record in (v for v in values if v is not None))
     self._write(os.path.join(self._directory, self._names[index]),
                 [record for _, record, _ in keyed])
-    counts = {}
+    by_language = {}
     for _, _, language in keyed:
-      counts[language] = counts.get(language, 0) + 1
-    yield counts
+      by_language[language] = by_language.get(language, 0) + 1
+    tally = beam_text.Tally()
+    for language, records in sorted(by_language.items()):
+      tally.add('records', language, records)
+    yield tally
 
 
-def _merge_counts(summaries: Iterable[Dict[str, int]]) -> Dict[str, int]:
+def _merge_counts(tallies: Iterable[Dict[str, int]]) -> Dict[str, int]:
   merged = {}
-  for summary in summaries:
-    for language, value in summary.items():
-      merged[language] = merged.get(language, 0) + value
+  for tally in tallies:
+    for key, value in tally.items():
+      merged[key] = merged.get(key, 0) + value
   return merged
 
 
@@ -97,8 +109,12 @@ def _write_summary(counts: Dict[str, int], directory: str) -> None:
 class WriteSeededShards(beam.PTransform):
   """(language, serialized record) -> `names` shard files in `directory`.
 
-  Every shard is written, empty ones too; `directory/summary.json` holds
-  the records written per language once every shard is complete.
+  Applied to the records, or to (records, tallies): the `beam_text.Tally`
+  elements of the job's reading, added to the summary. Every shard is
+  written, empty ones too; `directory/summary.json` holds the records
+  written per language (`records/LANGUAGE`) and the tallies' sums once
+  every shard is complete. Its last step is the job's last: the DaskRunner
+  computes only the last transform applied and what it reads.
   """
 
   def __init__(self, directory: str, names: List[str], seed: int,
@@ -107,19 +123,28 @@ class WriteSeededShards(beam.PTransform):
     self._directory, self._names, self._seed = directory, names, seed
     self._write = write
 
-  def expand(self, records):
+  def expand(self, inputs):
+    records, tallies = inputs if isinstance(inputs, tuple) else (inputs, None)
     seed, num_shards = self._seed, len(self._names)
     keyed = records | 'ShardOf' >> beam.Map(
         lambda item: (pair_tfrecords.record_order_key(item[1], seed)
                       % num_shards, item))
-    every_shard = records.pipeline | 'EveryShard' >> beam.Create(
-        [(index, None) for index in range(num_shards)])
-    return ((keyed, every_shard)
-            | 'WithEmptyShards' >> beam.Flatten()
-            | 'GroupByShard' >> beam.GroupByKey()
-            | 'WriteShard' >> beam.ParDo(_WriteShard(
-                self._directory, self._names, seed, self._write))
-            | 'Total' >> beam.CombineGlobally(_merge_counts)
+    # One element expanded, not a Create of every index: the DaskRunner
+    # makes a partition of each of a Create's elements (up to its
+    # partitions), and each partition is one more input to the shuffle.
+    every_shard = (records.pipeline
+                   | 'EveryShard' >> beam.Create([num_shards])
+                   | 'ShardIndexes' >> beam.FlatMap(
+                       lambda count: [(index, None) for index in range(count)]))
+    written = ((keyed, every_shard)
+               | 'WithEmptyShards' >> beam.Flatten()
+               | 'GroupByShard' >> beam.GroupByKey()
+               | 'WriteShard' >> beam.ParDo(_WriteShard(
+                   self._directory, self._names, seed, self._write)))
+    if tallies is not None:
+      written = (written, tallies) | 'WithTallies' >> beam.Flatten()
+    return (written
+            | 'Total' >> beam.CombineGlobally(_merge_counts).without_defaults()
             | 'WriteSummary' >> beam.Map(_write_summary, self._directory))
 
 
@@ -139,16 +164,22 @@ def temporary_output(output_prefix: str) -> Iterator[str]:
       tf.io.gfile.rmtree(directory)
 
 
-def read_summary(directory: str, names: List[str]) -> Dict[str, int]:
-  """The records per language of a finished job; raises RuntimeError if a
-  shard or the summary is missing (the job did not complete)."""
+def read_counts(directory: str, names: List[str]) -> beam_text.Counts:
+  """The counts of a finished job: `records` by language and the tallies'
+  sums; raises RuntimeError if a shard or the summary is missing (the job
+  did not complete)."""
   missing = [name for name in names + [SUMMARY_NAME]
              if not tf.io.gfile.exists(os.path.join(directory, name))]
   if missing:
     raise RuntimeError(f'The job ended without writing {missing[:3]} in '
                        f'{directory}; nothing was published.')
   with tf.io.gfile.GFile(os.path.join(directory, SUMMARY_NAME)) as f:
-    return json.load(f)
+    return beam_text.Counts.from_tally(json.load(f))
+
+
+def read_summary(directory: str, names: List[str]) -> Dict[str, int]:
+  """The records per language of a finished job (see `read_counts`)."""
+  return dict(read_counts(directory, names).by_name.get('records', {}))
 
 
 def existing_outputs(paths: List[str], glob_pattern: str) -> List[str]:

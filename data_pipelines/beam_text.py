@@ -21,25 +21,25 @@ through gzip, LF/CRLF/CR line ends), but nothing in it stops the job:
   * a file with no text is counted as empty.
 
 Every count is a Beam metric (namespace `cmlm`, `NAME/LANGUAGE`), so the
-runner's UI shows them while the job runs; `report_table` prints them at
-the end.
+runner's UI shows them while the job runs, and `prepare`'s jobs also carry
+them with the data: a file's counts are one `Tally` element after its
+documents, which `split_tallies` takes apart from them and the shard writer
+adds up (`beam_shards`). That total is exact on every runner, those without
+metrics (Dask) too, and a task that a lost worker's replacement runs again
+counts once. `report_table` prints the counts at the end.
 """
 import contextlib
 import dataclasses
 import gzip
-import os
 import re
-import signal
 import sys
-import threading
 import time
-from typing import BinaryIO, Dict, Iterator, List, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.metrics.metric import MetricsFilter
 
 from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import sentence_splitter
@@ -68,6 +68,40 @@ LanguageFile = Tuple[str, str]  # (language, path); language '' when unkeyed
 def count(name: str, language: str, value: int = 1) -> None:
   """Adds `value` to the Beam counter `name/language` (namespace `cmlm`)."""
   Metrics.counter(METRICS_NAMESPACE, f'{name}/{language}').inc(value)
+
+
+class Tally(dict):
+  """The counts of one piece of work ({'NAME/LANGUAGE': value}), yielded as
+  an element among the data it counts; `add` also adds to the Beam counter
+  of the same name (the runner's live view).
+
+  Examples:
+    >>> tally = Tally()
+    >>> tally.add('files_read', 'en')
+    >>> tally.add('sentences', 'en', 12)
+    >>> dict(tally)
+    {'files_read/en': 1, 'sentences/en': 12}
+  """
+
+  def add(self, name: str, language: str, value: int = 1) -> None:
+    count(name, language, value)
+    key = f'{name}/{language}'
+    self[key] = self.get(key, 0) + value
+
+
+def is_tally(element) -> bool:
+  return isinstance(element, Tally)
+
+
+def split_tallies(elements: beam.PCollection
+                  ) -> Tuple[beam.PCollection, beam.PCollection]:
+  """(the data, the `Tally` elements) of a PCollection that holds both.
+
+  Two filters rather than a `DoFn` with tagged outputs: the DaskRunner of
+  Beam 2.77 puts every tagged output of a `ParDo` in one collection.
+  """
+  return (elements | 'Data' >> beam.Filter(lambda e: not is_tally(e)),
+          elements | 'Tallies' >> beam.Filter(is_tally))
 
 
 def _is_remote(part: str) -> bool:
@@ -158,7 +192,8 @@ class ReadDocuments(beam.DoFn):
 
   `document_unit` 'paragraph': each blank-line separated paragraph is a
   document; 'file': the file's paragraphs together are one. `split` and
-  `heldout_percent` keep the documents of `corpus`'s CRC32 split.
+  `heldout_percent` keep the documents of `corpus`'s CRC32 split. What is
+  skipped and why is counted as Beam metrics (`count`).
   """
 
   def __init__(self, document_unit: str = 'paragraph', split: str = 'all',
@@ -177,6 +212,11 @@ class ReadDocuments(beam.DoFn):
 
   def process(self, element: LanguageFile
               ) -> Iterator[Tuple[str, List[str]]]:
+    yield from self.documents(element, Tally())
+
+  def documents(self, element: LanguageFile, tally: Tally
+                ) -> Iterator[Tuple[str, List[str]]]:
+    """The documents of one file, what was skipped counted in `tally`."""
     language, path = element
     stats = corpus.CorpusStats()
     found, paragraphs = 0, []
@@ -184,7 +224,7 @@ class ReadDocuments(beam.DoFn):
       with open_file(path) as f:
         head = f.read(_SNIFF_BYTES)
         if b'\x00' in head:
-          count('files_binary', language)
+          tally.add('files_binary', language)
           return
         for paragraph in corpus.file_object_documents(
             Prefixed(head, f), path, stats, skip_invalid_lines=True):
@@ -195,15 +235,15 @@ class ReadDocuments(beam.DoFn):
             yield from self._keep(language, [paragraph])
     except Exception as error:  # pylint: disable=broad-except
       # One bad file must not fail a job over millions: counted and logged.
-      count('files_unreadable', language)
+      tally.add('files_unreadable', language)
       print(f'prepare: skipped the rest of {path}: '
             f'{type(error).__name__}: {error}', file=sys.stderr, flush=True)
       return
     finally:
-      count('lines_not_utf8', language, stats.skipped_invalid_lines)
-    count('files_read', language)
+      tally.add('lines_not_utf8', language, stats.skipped_invalid_lines)
+    tally.add('files_read', language)
     if not found:
-      count('files_empty', language)
+      tally.add('files_empty', language)
     if self._unit == 'file':
       yield from self._keep(language, paragraphs)
     self._report_progress()
@@ -226,19 +266,51 @@ class ReadDocuments(beam.DoFn):
             f'{self._documents} documents', file=sys.stderr, flush=True)
 
 
-def split_sentences(element: Tuple[str, List[str]]
-                    ) -> Iterator[Tuple[str, List[str]]]:
-  """(language, paragraphs) -> (language, sentences); a document of one
-  sentence gives no pair: counted and dropped, as `corpus` does."""
-  language, paragraphs = element
+def document_sentences(language: str, paragraphs: List[str], tally: Tally
+                       ) -> Optional[List[str]]:
+  """A document's sentences, or None for a document of one sentence (it
+  gives no pair: counted and dropped, as `corpus` does)."""
   sentences = [sentence for paragraph in paragraphs
                for sentence in sentence_splitter.split_sentences(paragraph)]
   if len(sentences) < 2:
-    count('documents_one_sentence', language)
-    return
-  count('documents', language)
-  count('sentences', language, len(sentences))
-  yield language, sentences
+    tally.add('documents_one_sentence', language)
+    return None
+  tally.add('documents', language)
+  tally.add('sentences', language, len(sentences))
+  return sentences
+
+
+class ReadSentences(ReadDocuments):
+  """(language, path) -> batches of (language, a document's sentences),
+  then the file's `Tally`.
+
+  A batch holds whole documents, `batch_sentences` sentences or more only
+  when one document has that many (the tokenizer counts a batch's tokens
+  in one call). Batches are made inside the file's own `process` call, not
+  by `BatchElements`: the DaskRunner drops what a `DoFn` yields from
+  `finish_bundle`, where `BatchElements` yields each bundle's last batch.
+  """
+
+  def __init__(self, document_unit: str = 'paragraph', split: str = 'all',
+               heldout_percent: int = 0, batch_sentences: int = 4096):
+    super().__init__(document_unit, split, heldout_percent)
+    self._batch_sentences = batch_sentences
+
+  def process(self, element: LanguageFile):
+    tally = Tally()
+    batch, size = [], 0
+    for language, paragraphs in self.documents(element, tally):
+      sentences = document_sentences(language, paragraphs, tally)
+      if sentences is None:
+        continue
+      if batch and size + len(sentences) > self._batch_sentences:
+        yield batch
+        batch, size = [], 0
+      batch.append((language, sentences))
+      size += len(sentences)
+    if batch:
+      yield batch
+    yield tally
 
 
 @dataclasses.dataclass
@@ -251,103 +323,20 @@ class Counts:
     return values.get(language, 0) if language is not None else sum(
         values.values())
 
+  @classmethod
+  def from_tally(cls, tally: Dict[str, int]) -> 'Counts':
+    """The counts of a `Tally` (or a sum of them)."""
+    counts = cls()
+    for key, value in tally.items():
+      name, _, language = key.partition('/')
+      by_language = counts.by_name.setdefault(name, {})
+      by_language[language] = by_language.get(language, 0) + value
+    return counts
+
   @property
   def languages(self) -> List[str]:
     return sorted({language for values in self.by_name.values()
                    for language in values})
-
-
-def run_to_end(pipeline: beam.Pipeline) -> beam.runners.runner.PipelineResult:
-  """Runs `pipeline` and waits for it to finish.
-
-  A stop signal (Ctrl-C, SIGTERM) while the job runs first ends this
-  process's worker processes (the DirectRunner's `multi_processing` mode),
-  then goes on as the signal's own handler says (`python -m cmlm`: one line,
-  exit 130 or 143). Without that, Beam's cleanup waits for every worker to
-  finish its bundle and the stop never comes. Workers are found in /proc
-  (Linux); elsewhere, and on a cluster runner, the signal acts alone.
-  """
-  if threading.current_thread() is not threading.main_thread():
-    result = pipeline.run()
-    result.wait_until_finish()
-    return result
-  stopping = []
-
-  def end_workers_then(previous):
-    def handle(signum, frame):
-      stopping.append(signum)
-      _terminate_descendants()
-      if callable(previous):
-        previous(signum, frame)
-      elif previous != signal.SIG_IGN:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-    return handle
-
-  def quiet_ended_workers(args):
-    # A worker ended here makes Beam's thread that watched it raise; the
-    # stop is ours, not its error.
-    if not (stopping and args.thread is not None
-            and args.thread.name == 'run_worker'):
-      previous_hook(args)
-
-  previous_hook = threading.excepthook
-  threading.excepthook = quiet_ended_workers
-  previous = {number: signal.getsignal(number)
-              for number in (signal.SIGINT, signal.SIGTERM)}
-  for number, handler in previous.items():
-    signal.signal(number, end_workers_then(handler))
-  try:
-    result = pipeline.run()
-    result.wait_until_finish()
-    return result
-  finally:
-    for number, handler in previous.items():
-      signal.signal(number, handler)
-    if not stopping:
-      threading.excepthook = previous_hook
-
-
-def _terminate_descendants() -> None:
-  """SIGKILL to every process under this one, deepest first (/proc)."""
-  try:
-    entries = [entry for entry in os.listdir('/proc') if entry.isdigit()]
-  except OSError:
-    return
-  children = {}
-  for entry in entries:
-    try:
-      with open(f'/proc/{entry}/stat', encoding='utf-8') as f:
-        parent = int(f.read().rsplit(')', 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-      continue
-    children.setdefault(parent, []).append(int(entry))
-  order, pending = [], [os.getpid()]
-  while pending:
-    for child in children.get(pending.pop(), []):
-      order.append(child)
-      pending.append(child)
-  for pid in reversed(order):
-    try:
-      os.kill(pid, signal.SIGKILL)
-    except OSError:
-      pass
-
-
-def query_counts(result: beam.runners.runner.PipelineResult) -> Counts:
-  """The `cmlm` counters of a finished job (committed values where the
-  runner has them, else attempted)."""
-  counts = Counts()
-  query = result.metrics().query(MetricsFilter().with_namespace(
-      METRICS_NAMESPACE))
-  for counter in query['counters']:
-    name, _, language = counter.key.metric.name.partition('/')
-    value = counter.committed
-    if value is None:
-      value = counter.attempted
-    by_language = counts.by_name.setdefault(name, {})
-    by_language[language] = by_language.get(language, 0) + (value or 0)
-  return counts
 
 
 def report_table(counts: Counts, rows=REPORT_ROWS) -> str:

@@ -5,6 +5,10 @@ beam_bitext.py). Needs Beam: pip install -r requirements-beam.txt.
     python -m cmlm prepare --input=CORPUS --output=PREFIX \
         --vocab_file=vocab.txt --seq_length=256 [--num_shards=16] [--seed=0] \
         [--direct_num_workers=0]                  # the DirectRunner, all cores
+    python -m cmlm prepare ... --runner=DaskRunner [--dask_workers=0]
+                                                  # a local Dask cluster
+    python -m cmlm prepare ... --runner=DaskRunner -- \
+        --dask_client_address=tcp://SCHEDULER:8786  # a Dask cluster
     python -m cmlm prepare --input=en=gs://b/cc/en/*.gz,de=gs://b/cc/de/*.gz \
         --output=gs://b/pairs/train --vocab_file=gs://b/vocab.txt \
         --num_shards=4096 --runner=DataflowRunner -- --project=P \
@@ -17,8 +21,9 @@ beam_bitext.py). Needs Beam: pip install -r requirements-beam.txt.
 Arguments after `--` are Beam's pipeline options, passed through. The
 output is published only when the job succeeded: shards first, then
 PREFIX.pairs.json (or PREFIX.bitext.json); a table of what was read,
-skipped and why, and pairs by language ends the run. Guide:
-docs/preparing_at_scale.md.
+skipped and why, and pairs by language ends the run. A job the cluster
+lost (on Dask: a task whose every worker died) is one line, exit status
+1, nothing published. Guide: docs/preparing_at_scale.md.
 """
 import contextlib
 import importlib.util
@@ -81,9 +86,10 @@ def define_beam_flags(flag_values: flags.FlagValues, module_name: str) -> None:
   """`--runner`, `--direct_num_workers` and `--overwrite`, as every Beam
   command (`prepare`, a project's) takes them; `pipeline_args` reads them."""
   flags.DEFINE_string("runner", "DirectRunner", "The Beam runner: "
-                      "DirectRunner (this machine), DataflowRunner, "
-                      "FlinkRunner, SparkRunner, PortableRunner...",
-                      flag_values=flag_values, module_name=module_name)
+                      "DirectRunner (this machine), DaskRunner (prepare "
+                      "only), DataflowRunner, FlinkRunner, SparkRunner, "
+                      "PortableRunner...", flag_values=flag_values,
+                      module_name=module_name)
   flags.DEFINE_integer("direct_num_workers", 0, "DirectRunner: worker "
                        "processes (0: one per CPU core; 1: in this "
                        "process).", flag_values=flag_values,
@@ -94,6 +100,11 @@ def define_beam_flags(flag_values: flags.FlagValues, module_name: str) -> None:
 
 
 define_beam_flags(FLAGS, __name__)
+flags.DEFINE_integer("dask_workers", 0, "DaskRunner without "
+                     "--dask_client_address or --dask_scheduler_file after "
+                     "`--`: the worker processes of the local Dask cluster "
+                     "started on 127.0.0.1 for the job (0: one per CPU "
+                     "core).", flag_values=FLAGS)
 
 
 def pipeline_args(runner: str, direct_num_workers: int,
@@ -155,6 +166,28 @@ def main(argv) -> None:
                      "--seq_length, --lower_case).")
   exit_without_beam("prepare")
   args = pipeline_args(FLAGS.runner, FLAGS.direct_num_workers, passed_through)
+  with quiet_beam_import():
+    # pylint: disable=g-import-not-at-top
+    from cmlm.data_pipelines import beam_runners
+    # pylint: enable=g-import-not-at-top
+  with contextlib.ExitStack() as stack:
+    if (beam_runners.uses_dask(args)
+        and not beam_runners.dask_scheduler_given(args)):
+      workers = FLAGS.dask_workers or os.cpu_count() or 1
+      address = stack.enter_context(beam_runners.local_dask_cluster(workers))
+      print(f"prepare: a local Dask cluster of {workers} worker processes at "
+            f"{address}", file=sys.stderr, flush=True)
+      args.append(f"--dask_client_address={address}")
+    try:
+      _run_job(args)
+    except beam_runners.JobFailed as failed:
+      print(f"cmlm prepare: error: {failed}", file=sys.stderr)
+      sys.exit(1)
+
+
+def _run_job(args: List[str]) -> None:
+  """Runs the job the flags describe with Beam's options `args`; prints the
+  table and the last line."""
   with quiet_beam_import():
     # pylint: disable=g-import-not-at-top
     from cmlm.data_pipelines import beam_bitext

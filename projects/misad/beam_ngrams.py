@@ -30,6 +30,7 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from cmlm.data_pipelines import beam_runners
 from cmlm.data_pipelines import beam_shards
 from cmlm.data_pipelines import beam_text
 from cmlm.data_pipelines import corpus
@@ -198,8 +199,8 @@ def prepare_ngrams(input_spec: str, output_prefix: str,
           _mark_with, beam.pvalue.AsSingleton(kept), config, keep_unmarked)
     _ = blocks | "WriteShards" >> beam_shards.WriteSeededShards(
         directory, names, seed, beam_shards.write_text_shard)
-    result = beam_text.run_to_end(pipeline)
-    counts = beam_text.query_counts(result)
+    result = beam_runners.run_to_end(pipeline)
+    counts = beam_runners.query_counts(result)
     documents = beam_shards.read_summary(directory, names)
     if not sum(documents.values()):
       raise corpus.CorpusError(

@@ -154,3 +154,61 @@ def test_a_full_or_read_only_disk_stops_prepare_in_one_line(
   assert line.endswith(f": {os.strerror(failure)}. Nothing was published: "
                        "what was being written was removed.")
   assert renames and os.listdir(out) == []
+
+
+def test_a_job_the_cluster_lost_is_one_line_and_status_1(
+    tmp_path, monkeypatch, capsys):
+  """`beam_runners.JobFailed` (on Dask: every worker that ran a task died)
+  ends `prepare` with its one line, status 1."""
+  beam_runners = pytest.importorskip(
+      "cmlm.data_pipelines.beam_runners", reason="Apache Beam is an extra: "
+      "pip install -r requirements-beam.txt")
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  from cmlm.data_pipelines import beam_pairs  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "watch_for_second_interrupt",
+                      lambda label: None)  # not this test process's business
+
+  def lost(*args, **kwargs):
+    raise beam_runners.JobFailed("The cluster lost the job (KilledWorker: "
+                                 "...); nothing was published.")
+  monkeypatch.setattr(beam_pairs, "prepare_pairs", lost)
+  text = data_helpers.write_numbered_corpus(tmp_path / "corpus", 4)
+  with pytest.raises(SystemExit) as exited:
+    command_line.main(["cmlm", "prepare", f"--input={text}",
+                       f"--output={tmp_path / 'out' / 'p'}",
+                       "--pair_unit=sentence", "--direct_num_workers=1"])
+  assert exited.value.code == 1
+  assert capsys.readouterr().err.strip().splitlines() == [
+      "cmlm prepare: error: The cluster lost the job (KilledWorker: ...); "
+      "nothing was published."]
+  assert prepare.pipeline_args("DaskRunner", 4, ["--dask_npartitions=2"]) == [
+      "--runner=DaskRunner", "--dask_npartitions=2"]
+
+
+@pytest.mark.slow
+def test_prepare_on_a_local_dask_cluster_writes_the_direct_runners_bytes(
+    tmp_path):
+  """`--runner=DaskRunner --dask_workers=2`: prepare starts a Dask cluster
+  of two worker processes on 127.0.0.1, runs the job on it, stops it."""
+  pytest.importorskip("distributed", reason="dask and distributed are in "
+                      "the Beam extra: pip install -r requirements-beam.txt")
+  from cmlm.data_pipelines import beam_pairs  # pylint: disable=g-import-not-at-top
+  text = data_helpers.write_numbered_corpus(tmp_path / "corpus", 24,
+                                            num_files=3)
+  result = run_prepare(f"--input=en={text}", f"--output={tmp_path / 'dask'}",
+                       "--pair_unit=sentence", "--num_shards=2",
+                       "--runner=DaskRunner", "--dask_workers=2")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert ("prepare: a local Dask cluster of 2 worker processes at "
+          "tcp://127.0.0.1:") in result.stderr
+  assert "| pairs | 48 | 48 |" in result.stdout
+  assert "| files read | 3 | 3 |" in result.stdout
+  direct = beam_pairs.prepare_pairs(
+      f"en={text}", str(tmp_path / "direct"),
+      beam_pairs.PairsConfig(pair_unit="sentence", num_shards=2),
+      ["--direct_num_workers=1"], stream=open(os.devnull, "w"))
+  for path in direct.shard_paths + [direct.manifest_path]:
+    dask_path = path.replace(str(tmp_path / "direct"), str(tmp_path / "dask"))
+    with open(path, "rb") as ours, open(dask_path, "rb") as theirs:
+      assert ours.read() == theirs.read()
