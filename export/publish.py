@@ -29,9 +29,10 @@ encoder and the preprocessor of one export; `EXPORT_DIR/encoder` and
 `EXPORT_DIR/preprocessor` always exist. Each SavedModel carries
 `assets.extra/export_info.json` (the checkpoint's name in the run, its
 step, the version's name, a unique id, and the card's model name, license,
-language and datasets), the same in the three. `versions/<name>/checksums.json`,
-written last, holds the size and SHA-256 of every file of the version;
-readers check the SavedModel they load against it (`inference.integrity`).
+language and datasets), the same in the three.
+`versions/<name>/checksums.json`, written last, holds the size and SHA-256
+of every file of the version; readers check the SavedModel they load
+against it (`inference.integrity`).
 
 Versions that neither `current` nor a `serving/<version>` link names any
 more are removed by a later export once they have been replaced for

@@ -70,7 +70,7 @@ class NoReadableCheckpoint(ValueError):
                moved_to: Optional[str] = None, then: str = ""):
     names = ", ".join(f"{os.path.basename(d.prefix)} ({d.reason})"
                       for d in damaged)
-    moved = f"; moved to {moved_to}" if moved_to else ""
+    moved = f"; moved into {moved_to}" if moved_to else ""
     super().__init__(f"No checkpoint of {directory} reads: {names}{moved}."
                      + (f" {then}" if then else ""))
     self.damaged = damaged
@@ -250,6 +250,10 @@ def _stderr(line: str) -> None:
   print(line, file=sys.stderr, flush=True)
 
 
+def _damaged_root(directory: str) -> str:
+  return os.path.join(directory, DAMAGED_DIR) + "/"
+
+
 def set_aside(prefix: str) -> str:
   """Moves `prefix`'s files (index, shards, manifest) into
   `<its directory>/damaged/` (`damaged/2/`, ... when those names are taken
@@ -307,12 +311,12 @@ def verified(manager: tf.train.CheckpointManager,
     try:
       read_every_tensor(path)
     except DamagedCheckpoint as torn:
-      moved = set_aside(path)
+      set_aside(path)
       _forget(manager, path)
       raise fault_tolerance.CheckpointSaveError(
           directory, manager.latest_checkpoint, torn.reason,
           problem=f"{os.path.basename(path)} did not read back as written",
-          cleanup=f"it was moved to {moved}",
+          cleanup=f"it was moved into {_damaged_root(directory)}",
           advice="Check the disk, then run") from None
     write_manifest(path)
     _remove_orphan_manifests(directory)
@@ -320,7 +324,7 @@ def verified(manager: tf.train.CheckpointManager,
     return path
 
   def restore_newest_readable():
-    damaged, moved_to = [], None
+    damaged = []
     while manager.latest_checkpoint is not None:
       latest = manager.latest_checkpoint
       try:
@@ -332,15 +336,16 @@ def verified(manager: tf.train.CheckpointManager,
         damaged.append(DamagedCheckpoint(latest, _first_line(error)))
       else:
         if damaged:
-          report(f"Moved {_listing(damaged)} of {directory} to {moved_to}; "
-                 f"resuming from {os.path.basename(latest)} (the steps "
-                 "after it are trained again).")
+          report(f"Moved {_listing(damaged)} of {directory} into "
+                 f"{_damaged_root(directory)}; resuming from "
+                 f"{os.path.basename(latest)} (the steps after it are "
+                 "trained again).")
         return restored
-      moved_to = set_aside(latest)
+      set_aside(latest)
       _forget(manager, latest)
     if damaged:
       raise NoReadableCheckpoint(
-          directory, damaged, moved_to,
+          directory, damaged, _damaged_root(directory),
           then="Run the same command again to start over from step 0.")
     return restore_or_initialize()
 
