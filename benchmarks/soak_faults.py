@@ -21,7 +21,8 @@ reach its step), every export version still published must load and give
 the embeddings of the checkpoint it names (read from the run), and no
 temporary file of a save, an export or an encode may remain. Prints the
 counts as one JSON object: cycles, processes, how each ended (ok, SIGKILL,
-SIGTERM, refused with one line), disk fills, recoveries (checkpoints moved
+SIGTERM, refused with one line, and the refusals by kind), disk fills,
+recoveries (checkpoints moved
 aside, leftovers of a killed save or export removed), and `lost`: whatever
 did not hold (a traceback, an unexpected status, an export that does not
 load or differs from its checkpoint, a run that does not resume, a
@@ -51,7 +52,7 @@ TINY = {
              "objectives": {"cmlm": {"train_data": {
                  "global_batch_size": 4, "max_predictions_per_seq": 5}}}},
     "trainer": {"steps_per_loop": 1, "checkpoint_interval": 1,
-                "summary_interval": 1, "max_to_keep": 1000}}
+                "summary_interval": 1, "max_to_keep": 6}}
 STEPS_PER_CYCLE = 2
 COMMANDS = ("train", "export", "encode", "eval")
 # What a save, an export or an encode writes under a temporary name.
@@ -139,7 +140,8 @@ class Soak:
     self.counts = dict(cycles=0, processes=0, ok=0, sigkill=0, sigterm=0,
                        stopped_cleanly=0, refused_one_line=0,
                        checkpoints_moved_aside=0, save_leftovers_removed=0,
-                       export_leftovers_removed=0, by_command={})
+                       export_leftovers_removed=0, by_command={},
+                       refusals={})
     self.lost = []
 
   def _write_inputs(self):
@@ -229,6 +231,10 @@ class Soak:
         counts["stopped_cleanly"] += 1
     elif status == 2 and len(own) == 1 and "Traceback" not in errors:
       counts["refused_one_line"] += 1
+      # What was refused, without its paths and numbers.
+      kind = re.sub(r"(/[^\s:;,()']+)+|\d+", "_", own[0].split(
+          "error: ", 1)[-1])[:90]
+      counts["refusals"][kind] = counts["refusals"].get(kind, 0) + 1
     else:
       self.lost.append(dict(command=name, status=status,
                             tail=errors.strip().splitlines()[-3:]))
