@@ -33,9 +33,9 @@ below this text in `python -m cmlm --help`.
 Each command is a module of cmlm/commands/ with its own flags: run
 `python -m cmlm COMMAND --help` for them; a flag the command does not take
 is an error. Errors in what you give (a flag, a path, a file, a config
-value), and a full disk or a read-only target, print one line and exit with
-status 2 (nothing half-written is left); set CMLM_DEBUG=1 to see the
-traceback instead. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
+value), a truncated or damaged file, and a full disk or a read-only target,
+print one line and exit with status 2 (nothing half-written is left); set
+CMLM_DEBUG=1 to see the traceback instead. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
 it was writing removed; training saves a checkpoint first), with one line
 and status 143 or 130; a second Ctrl-C stops it at once.
 """

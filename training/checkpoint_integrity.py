@@ -177,15 +177,17 @@ def check(prefix: str) -> None:
   else:
     difference = file_digests.first_difference(
         os.path.dirname(prefix), manifest["files"], tf.io.gfile.GFile,
-        lambda path: tf.io.gfile.stat(path).length if tf.io.gfile.exists(
-            path) else _missing(path))
+        _size)
     if difference:
       raise DamagedCheckpoint(prefix, difference)
   _PASSED[prefix] = signature
 
 
-def _missing(path: str) -> int:
-  raise FileNotFoundError(path)
+def _size(path: str) -> int:
+  """A file's size on any file system (FileNotFoundError when missing)."""
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(path)
+  return tf.io.gfile.stat(path).length
 
 
 def candidates(directory: str) -> List[str]:
