@@ -34,9 +34,9 @@ below this text in `python -m cmlm --help`.
 Each command is a module of cmlm/commands/ with its own flags: run
 `python -m cmlm COMMAND --help` for them; a flag the command does not take
 is an error. Errors in what you give (a flag, a path, a file, a config
-value), and a full disk or a read-only target, print one line and exit with
-status 2 (nothing half-written is left); set CMLM_DEBUG=1 to see the
-traceback instead. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
+value), a truncated or damaged file, and a full disk or a read-only target,
+print one line and exit with status 2 (nothing half-written is left); set
+CMLM_DEBUG=1 to see the traceback instead. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
 it was writing removed; training saves a checkpoint first), with one line
 and status 143 or 130; a second Ctrl-C stops it at once.
 """
@@ -72,12 +72,17 @@ USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError,
 _GIN_NOTE = re.compile(r"\n\s*In call to configurable .*", re.DOTALL)
 
 
-# A full disk, a read-only or forbidden target: reported by Python (errno)
-# or by TensorFlow's file system (its message).
+# A full disk, a read-only or forbidden target, a file size limit: reported
+# by Python or pyarrow (errno), by TensorFlow's file system or by Beam (a
+# RuntimeError naming the OSError of a step) in words, by NumPy as a short
+# write.
 _DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
-                errno.EPERM)
+                errno.EPERM, errno.EFBIG)
 _DISK_WORDS = ("No space left on device", "Disk quota exceeded",
-               "Read-only file system", "Permission denied")
+               "Read-only file system", "Permission denied", "File too large")
+_SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")
+# Beam's note on an error raised inside a step of a pipeline.
+_BEAM_STEP = re.compile(r" \[while running '([^']*)'\]")
 
 
 def disk_error_line(error: BaseException):
@@ -85,17 +90,36 @@ def disk_error_line(error: BaseException):
   Every writer of the garden writes to a temporary name and removes it on
   any error (`data_pipelines.atomic_file`, `training.atomic`), so nothing
   half-written is left or published."""
+  text = str(error)
+  short = _SHORT_WRITE.search(text) if isinstance(error, OSError) else None
   if isinstance(error, OSError) and error.errno in _DISK_ERRNOS:
     where = f" {error.filename}" if error.filename else ""
     reason = error.strerror or os.strerror(error.errno)
-  elif type(error).__module__.startswith("tensorflow") and any(
-      words in str(error) for words in _DISK_WORDS):
+  elif short:
     where = ""
-    reason = next(words for words in _DISK_WORDS if words in str(error))
+    reason = (f"the file system took {short.group(2)} of {short.group(1)} "
+              "bytes (the disk is full, or a quota or size limit was hit)")
+  elif (isinstance(error, (OSError, RuntimeError)) or
+        type(error).__module__.startswith("tensorflow")) and any(
+            words in text for words in _DISK_WORDS):
+    where = ""
+    reason = next(words for words in _DISK_WORDS if words in text)
   else:
     return None
   return (f"cannot write{where}: {reason}. Nothing was published: what was "
           "being written was removed.")
+
+
+def pipeline_error_line(error: BaseException):
+  """The one line of an error Beam raised from a step of a pipeline (a
+  RuntimeError naming the step and the original error), or None."""
+  step = _BEAM_STEP.search(str(error))
+  if not isinstance(error, RuntimeError) or step is None:
+    return None
+  reason = _BEAM_STEP.sub("", str(error)).strip().splitlines()
+  return (f"the pipeline stopped in its step '{step.group(1)}': "
+          f"{reason[-1] if reason else type(error).__name__}. Nothing was "
+          "published (CMLM_DEBUG=1 shows the traceback).")
 
 
 def error_line(error: BaseException) -> str:
@@ -136,7 +160,7 @@ def main(argv):
         raise
       print(f"cmlm {command}: error: {error_line(error)}", file=sys.stderr)
       sys.exit(2)
-    line = disk_error_line(error)
+    line = disk_error_line(error) or pipeline_error_line(error)
     if line is None or os.environ.get("CMLM_DEBUG"):
       raise
     print(f"cmlm {command}: error: {line}", file=sys.stderr)

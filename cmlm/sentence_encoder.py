@@ -162,9 +162,18 @@ def _sentence_list(sentences) -> list:
     raise TypeError(f"sentences must be {expected}, got "
                     f"{type(sentences).__name__}.")
   texts = list(sentences)
-  if texts and isinstance(texts[0], dict):
+  batches = [isinstance(item, dict) for item in texts]
+  if any(batches) and not all(batches):
+    first_batch, first_other = batches.index(True), batches.index(False)
+    raise TypeError(
+        f"sentences mixes batches and sentences: sentences[{first_batch}] is "
+        f"a dict (a batch {{'text': [...]}}), sentences[{first_other}] is "
+        f"{type(texts[first_other]).__name__}; pass a list of strings, or "
+        "of batches only.")
+  if any(batches):
     # MTEB 2 passes a DataLoader of batches {"text": [...], ...}.
-    texts = [text for batch in texts for text in batch["text"]]
+    texts = [text for index, batch in enumerate(texts)
+             for text in _batch_texts(batch, index)]
   for index, text in enumerate(texts):
     if not isinstance(text, str):
       hint = (" (decode bytes to str first)"
@@ -180,3 +189,17 @@ def _sentence_list(sentences) -> list:
           f"({text[error.start]!r}); decode its source with "
           "errors='replace' or remove it.") from None
   return texts
+
+
+def _batch_texts(batch: dict, index: int) -> list:
+  """The sentences of batch `index` (`{"text": [...]}`), or a TypeError
+  naming it."""
+  if "text" not in batch:
+    raise TypeError(f"sentences[{index}] is a batch without 'text' (keys: "
+                    f"{', '.join(map(str, batch)) or 'none'}); a batch is "
+                    "{'text': [sentence, ...]}.")
+  text = batch["text"]
+  if isinstance(text, (str, bytes, dict)) or not hasattr(text, "__iter__"):
+    raise TypeError(f"sentences[{index}]['text'] is {type(text).__name__}; a "
+                    "batch's 'text' is a list of sentences.")
+  return list(text)

@@ -252,9 +252,15 @@ def run_to_end(pipeline: beam.Pipeline) -> beam.runners.runner.PipelineResult:
               for number in (signal.SIGINT, signal.SIGTERM)}
   for number, handler in previous.items():
     signal.signal(number, end_workers_then(handler))
+  # Beam logs the traceback of a step's error before it raises the error
+  # itself (the command says it in one line; CMLM_DEBUG=1 shows the rest).
+  beam_logger = logging.getLogger("apache_beam")
+  beam_level = beam_logger.level
+  beam_logger.setLevel(max(beam_level, logging.CRITICAL))
   try:
     return _run_and_wait(pipeline)
   finally:
+    beam_logger.setLevel(beam_level)
     for number, handler in previous.items():
       signal.signal(number, handler)
     if not stopping:

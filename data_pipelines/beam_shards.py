@@ -151,17 +151,21 @@ class WriteSeededShards(beam.PTransform):
 @contextlib.contextmanager
 def temporary_output(output_prefix: str) -> Iterator[str]:
   """A new temporary directory beside `output_prefix`, removed on any exit
-  (a dot-directory: a glob of the output never matches it)."""
+  (a dot-directory: a glob of the output never matches it); the parent made
+  for it is removed too when nothing was published there."""
   parent = os.path.dirname(output_prefix) or '.'
+  made_parent = not tf.io.gfile.exists(parent)
   tf.io.gfile.makedirs(parent)
   directory = os.path.join(parent, f'.{os.path.basename(output_prefix)}'
                                    f'.tmp-{uuid.uuid4().hex[:12]}')
-  tf.io.gfile.makedirs(directory)
   try:
+    tf.io.gfile.makedirs(directory)
     yield directory
   finally:
     if tf.io.gfile.exists(directory):
       tf.io.gfile.rmtree(directory)
+    if made_parent and not tf.io.gfile.listdir(parent):
+      tf.io.gfile.rmtree(parent)
 
 
 def read_counts(directory: str, names: List[str]) -> beam_text.Counts:

@@ -110,10 +110,16 @@ def _file_documents(path: str, stats: CorpusStats,
                     how_to_skip: str = HOW_TO_SKIP_INVALID_LINES
                     ) -> Iterator[str]:
   """Yields the blank-line separated documents of one UTF-8 text file
-  (through gzip when its name ends in `.gz`)."""
-  with (gzip.open if path.endswith('.gz') else open)(path, 'rb') as f:
-    yield from file_object_documents(f, path, stats, skip_invalid_lines,
-                                     how_to_skip)
+  (through gzip when its name ends in `.gz`; a truncated or damaged one is
+  a `CorpusError` naming it)."""
+  try:
+    with (gzip.open if path.endswith('.gz') else open)(path, 'rb') as f:
+      yield from file_object_documents(f, path, stats, skip_invalid_lines,
+                                       how_to_skip)
+  except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+    raise CorpusError(f'{path} is a truncated or damaged gzip file ({error}); '
+                      'write it again, or leave it out of the input.'
+                      ) from None
 
 
 def file_object_documents(f: BinaryIO, path: str, stats: CorpusStats,

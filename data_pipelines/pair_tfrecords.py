@@ -99,7 +99,8 @@ def metadata_path(output_prefix: str) -> str:
 def check_pair_metadata(files: Sequence[str], pair_unit: str,
                         seq_length: int) -> None:
   """Raises ValueError if `files` were written for another pair unit or
-  (sequence pairs) another token budget; files without metadata pass."""
+  (sequence pairs) another token budget, or a shard's size is not the one
+  written; files without metadata pass."""
   for prefix in sorted({f.rsplit('.tfrecord', 1)[0] for f in files}):
     path = metadata_path(prefix)
     if not tf.io.gfile.exists(path):
@@ -114,17 +115,31 @@ def check_pair_metadata(files: Sequence[str], pair_unit: str,
           f"{written.get('max_tokens')}), not {pair_unit} pairs for "
           f'seq_length={seq_length}; write them again with '
           f'write_pair_tfrecords(pair_unit={pair_unit!r}) or set pair_unit.')
+    sizes = written.get('shard_bytes') or {}
+    for file in files:
+      expected = sizes.get(os.path.basename(file))
+      if (file.rsplit('.tfrecord', 1)[0] == prefix and expected is not None
+          and tf.io.gfile.stat(file).length != expected):
+        raise ValueError(
+            f'CmlmDataConfig: {file} holds {tf.io.gfile.stat(file).length} '
+            f'bytes where {expected} were written (truncated or damaged); '
+            'write the pairs again (python -m cmlm prepare).')
 
 
 def write_pair_manifest(output_prefix: str, pair_unit: str,
                         max_tokens: Optional[int], pairs: int,
                         **details) -> None:
   """Writes `{output_prefix}.pairs.json`: how the pairs were built (the
-  input pipeline checks `pair_unit` and `max_tokens`), their count and any
-  `details` (the Beam pipeline adds languages, seed, shards)."""
+  input pipeline checks `pair_unit` and `max_tokens`), their count, each
+  shard's size (`shard_bytes`: a truncated shard is refused, where TensorFlow
+  would read it as a shorter one) and any `details` (the Beam pipeline adds
+  languages, seed, shards). Written after the shards."""
+  shard_bytes = {os.path.basename(path): tf.io.gfile.stat(path).length
+                 for path in tf.io.gfile.glob(f'{output_prefix}.tfrecord-*')}
   with tf.io.gfile.GFile(metadata_path(output_prefix), 'w') as f:
     json.dump({'pair_unit': pair_unit, 'max_tokens': max_tokens,
-               'pairs': pairs, **details}, f, sort_keys=True)
+               'pairs': pairs, 'shard_bytes': shard_bytes, **details}, f,
+              sort_keys=True)
 
 
 def write_pair_tfrecords(path_spec: str, output_prefix: str, num_shards: int,

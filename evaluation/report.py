@@ -1,5 +1,6 @@
 """The evaluation report: `report.json` (everything) and `report.md` (a table
 of each task's headline figure in the paper's units, then the details)."""
+import contextlib
 import datetime
 import json
 import math
@@ -139,13 +140,28 @@ def _details(tasks: Dict[str, dict]) -> List[str]:
 
 
 def write_report(report: dict, report_dir: str) -> Dict[str, str]:
-  """Writes report.json and report.md into `report_dir`; returns their paths."""
+  """Writes report.json and report.md into `report_dir`; returns their paths.
+  Both or neither: when one cannot be written (a full disk), the other is
+  removed again, and `report_dir` too if this call made it."""
+  created = not os.path.exists(report_dir)
   os.makedirs(report_dir, exist_ok=True)
   paths = {"json": os.path.join(report_dir, REPORT_JSON),
            "markdown": os.path.join(report_dir, REPORT_MARKDOWN)}
-  for kind, text in (("json", json.dumps(report, indent=2, ensure_ascii=False)),
-                     ("markdown", markdown_table(report))):
-    with atomic_file.atomic_file(paths[kind]) as temporary:
-      with open(temporary, "w", encoding="utf-8") as f:
-        f.write(text + ("\n" if kind == "json" else ""))
+  written = []
+  try:
+    for kind, text in (("json", json.dumps(report, indent=2,
+                                           ensure_ascii=False)),
+                       ("markdown", markdown_table(report))):
+      with atomic_file.atomic_file(paths[kind]) as temporary:
+        with open(temporary, "w", encoding="utf-8") as f:
+          f.write(text + ("\n" if kind == "json" else ""))
+      written.append(paths[kind])
+  except BaseException:
+    for path in written:
+      with contextlib.suppress(OSError):
+        os.remove(path)
+    if created:
+      with contextlib.suppress(OSError):
+        os.rmdir(report_dir)  # only if empty
+    raise
   return paths

@@ -16,7 +16,8 @@ SavedModels of the same published version (`export.publish`):
                               `tokenizers` (Python, Rust, Node, Java, ...:
                               `data_pipelines.tokenizer_json`), so that any
                               runtime can feed the model without the garden
-    */artifact.json           tokenization, files, sizes, measured agreement
+    */artifact.json           tokenization, files, sizes and SHA-256 (checked
+                              before a model loads), measured agreement
 
 Each model maps `input_word_ids`, `input_mask` int32 `[batch, time]` to the
 encoder's `default` float32 `[batch, dim]` (the embedding as trained, as
@@ -48,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from cmlm.data_pipelines import file_digests
 from cmlm.data_pipelines import tokenization as tokenization_lib
 from cmlm.data_pipelines import tokenizer_json
 from cmlm.inference import artifact_runtime
@@ -272,7 +274,11 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
                         seq_length=int(tokenization.seq_length)),
       int8="dynamic-range: int8 weights, activations quantized per call",
       bytes={precision: os.path.getsize(os.path.join(directory, file))
-             for precision, file in FILES[name].items()})
+             for precision, file in FILES[name].items()},
+      # What a reader checks before it loads a file (inference.integrity).
+      sha256={file: digest["sha256"] for file, digest in
+              file_digests.digests(directory, list(FILES[name].values()) +
+                                   [VOCAB_FILE]).items()})
   with open(os.path.join(directory, artifact_runtime.MANIFEST), "w",
             encoding="utf-8") as f:
     json.dump(manifest, f, indent=1)

@@ -30,6 +30,9 @@ encoder and the preprocessor of one export; `EXPORT_DIR/encoder` and
 `assets.extra/export_info.json` (the checkpoint's name in the run, its
 step, the version's name, a unique id, and the card's model name, license,
 language and datasets), the same in the three.
+`versions/<name>/checksums.json`, written last, holds the size and SHA-256
+of every file of the version; readers check the SavedModel they load
+against it (`inference.integrity`).
 
 Versions that neither `current` nor a `serving/<version>` link names any
 more are removed by a later export once they have been replaced for
@@ -46,6 +49,7 @@ import time
 import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 
+from cmlm.inference import integrity
 from cmlm.inference.layout import ARTIFACT_INFO_FILE  # noqa: F401
 from cmlm.inference.layout import ARTIFACT_PARTS  # noqa: F401
 from cmlm.inference.layout import CARD_FILE  # noqa: F401
@@ -224,6 +228,9 @@ def publish_export(export_dir: str, version: int, overwrite: bool,
     with atomic.atomic_directory(version_dir) as temporary:
       write(temporary)
       write_info(temporary, dict(info, version_name=name))
+      # Last: every file's size and SHA-256, checked by readers before they
+      # load a SavedModel (inference.integrity).
+      integrity.write_checksums(temporary)
     publish(export_dir, name, version)
     prune(export_dir)
   return version_dir

@@ -13,6 +13,9 @@ measures), above training (whose runs it reads):
   artifact_runtime  the TFLite / ONNX artifacts run without TensorFlow
                     (ai-edge-litert, onnxruntime), tokenized by
                     `data_pipelines.plain_tokenizer`
+  integrity         an export's files checked against what export recorded
+                    (sizes, SHA-256) before they load; a damaged one named
+                    with the export command that writes it again
   text_inputs       encode's readers: .txt, .jsonl, .csv, .tsv, stdin
   postprocess       truncate, L2-normalise, quantize (`quantization`)
   embedding_outputs encode's writers: .npy, .jsonl, .parquet

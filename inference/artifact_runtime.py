@@ -8,7 +8,8 @@ An artifact directory (`export/artifacts.py` writes it) holds the encoder,
 token ids to the embedding, in float32 and int8 (`model.tflite` and
 `model_int8.tflite`, or `model.onnx` and `model_int8.onnx`), the vocabulary
 (`vocab.txt`) and `artifact.json` (the tokenization, the files, what the
-export measured). The text is tokenized here, in plain Python
+export measured, each file's size and SHA-256, checked before the model
+loads: `inference.integrity`). The text is tokenized here, in plain Python
 (`data_pipelines.plain_tokenizer`, tested equal to the garden's in-graph
 tokenizer), and the encoder reads rows ordered by length in chunks of 32
 cut to their longest, as the SavedModels do. This module imports neither
@@ -25,6 +26,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 
 from cmlm.data_pipelines import plain_tokenizer
+from cmlm.inference import integrity
 from cmlm.modeling import vectors
 
 MANIFEST = "artifact.json"
@@ -44,9 +46,15 @@ def is_artifact(directory: str) -> bool:
 
 
 def read_manifest(directory: str) -> dict:
-  """The artifact's `artifact.json`."""
-  with open(os.path.join(directory, MANIFEST), encoding="utf-8") as f:
-    return json.load(f)
+  """The artifact's `artifact.json` (`integrity.DamagedModel` when it is
+  not readable JSON)."""
+  path = os.path.join(directory, MANIFEST)
+  with integrity.loading(path, MANIFEST):
+    with open(path, encoding="utf-8") as f:
+      manifest = json.load(f)
+    if not isinstance(manifest, dict) or "files" not in manifest:
+      raise ValueError("no 'files'")
+  return manifest
 
 
 def default_threads() -> int:
@@ -133,6 +141,10 @@ class ArtifactModel:
     self.manifest = read_manifest(directory)
     self.format = self.manifest["format"]
     self.quantized = bool(quantized)
+    precision = "int8" if quantized else "float32"
+    # The model and the vocabulary as export wrote them (artifact.json's
+    # sizes and SHA-256): a truncated or altered file is named, not run.
+    integrity.check_artifact(directory, self.manifest, [precision])
     self.dimension = int(self.manifest["dimension"])
     tokenization = self.manifest["tokenization"]
     self.tokenizer = plain_tokenizer.PlainTokenizer.from_file(
@@ -141,10 +153,10 @@ class ArtifactModel:
         lower_case=tokenization["lower_case"],
         text_normalization=tokenization["text_normalization"])
     self._recent = {}  # sentence -> tokens, of the last `token_lengths`
-    model_file = self.manifest["files"]["int8" if quantized else "float32"]
-    self._run: Callable[[np.ndarray, np.ndarray], np.ndarray] = _RUNNERS[
-        self.format](os.path.join(directory, model_file),
-                     threads or default_threads())
+    model_path = os.path.join(directory, self.manifest["files"][precision])
+    with integrity.loading(model_path, f"{self.format} model"):
+      self._run: Callable[[np.ndarray, np.ndarray], np.ndarray] = _RUNNERS[
+          self.format](model_path, threads or default_threads())
 
   def token_lengths(self, sentences: Sequence[str]) -> np.ndarray:
     """int64 `[n]`: the tokens each sentence fills ([CLS] and [SEP] too).

@@ -25,7 +25,9 @@ embedding: "saved_model" (encoder + preprocessor), "tflite" or "onnx"
 the backend is the fastest float32 one the export holds (`FASTEST_FIRST`,
 measured by benchmarks/encode_vs_sentence_transformers.py); with
 `quantized`, the fastest int8 one. An artifact directory itself
-(`EXPORT/tflite`) loads too. Every other kind is a SavedModel or a run:
+(`EXPORT/tflite`) loads too. Every file of an export is checked against
+what `export` recorded before it loads, and one that does not load is named
+with the command that writes it again (`inference.integrity`). Every other kind is a SavedModel or a run:
 asking it for another backend, or int8, is an error.
 
 `encoder_embedder` makes the same object from an encoder in memory (the demo,
@@ -41,6 +43,7 @@ import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 from cmlm.data_pipelines import unk_rate
 from cmlm.data_pipelines.tokenization import STRING_BATCH
 from cmlm.inference import artifact_runtime
+from cmlm.inference import integrity
 from cmlm.inference import layout
 from cmlm.modeling import length_chunks
 from cmlm.modeling.embedder import Embedder
@@ -196,13 +199,13 @@ def hub_pair_embedder(encoder_dir: str, preprocessor_dir: str,
       raise FileNotFoundError(
           f"{model_name}: {path} is not a SavedModel (no saved_model.pb); "
           f"ENCODER_DIR,PREPROCESSOR_DIR expects the {what} there.")
-  return pair_embedder(tf.saved_model.load(preprocessor_dir),
-                       tf.saved_model.load(encoder_dir))
+  return pair_embedder(_load_saved_model(preprocessor_dir),
+                       _load_saved_model(encoder_dir))
 
 
 def signature_embedder(path: str) -> Embedder:
   """A text-to-embedding SavedModel's `serving_default` signature."""
-  loaded = tf.saved_model.load(path)
+  loaded = _load_saved_model(path)
   signature = loaded.signatures.get(layout.SIGNATURE_NAME)
   if signature is None:
     raise ValueError(f"The SavedModel {path} has no "
@@ -239,8 +242,8 @@ def saved_model_embedder(model: str, model_name: str = "--model"
   if all(_is_saved_model(os.path.join(model, name))
          for name in ("encoder", "preprocessor")):
     return pair_embedder(
-        tf.saved_model.load(os.path.join(model, "preprocessor")),
-        tf.saved_model.load(os.path.join(model, "encoder")))
+        _load_saved_model(os.path.join(model, "preprocessor")),
+        _load_saved_model(os.path.join(model, "encoder")))
   if _is_saved_model(model):
     return signature_embedder(model)
   versions = [int(name) for name in tf.io.gfile.listdir(model)
@@ -253,6 +256,15 @@ def saved_model_embedder(model: str, model_name: str = "--model"
   raise FileNotFoundError(
       f"{model_name}={model} holds no SavedModel: expected encoder/ and "
       "preprocessor/, a saved_model.pb, or version directories <base>/N/.")
+
+
+def _load_saved_model(path: str):
+  """`tf.saved_model.load(path)`, its files first checked against the
+  export's record; a damaged file is one line naming it and the export
+  command that writes it again (`inference.integrity`)."""
+  integrity.check_saved_model(path)
+  with integrity.loading(path):
+    return tf.saved_model.load(path)
 
 
 def _is_saved_model(path: str) -> bool:

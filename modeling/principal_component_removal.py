@@ -21,6 +21,8 @@ from typing import Dict, List, Mapping
 import numpy as np
 import tensorflow as tf
 
+from cmlm.data_pipelines import atomic_file
+
 FILE_NAME = "pcr_components.json"
 
 
@@ -66,11 +68,11 @@ class LanguageComponents:
 
   def save(self, directory: str) -> str:
     path = os.path.join(directory, FILE_NAME)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-      json.dump({lang: vector.tolist() for lang, vector
-                 in zip(self.languages, self.components)}, f)
-    os.replace(temporary, path)
+    # Whole or not at all: a failed write (a full disk) leaves nothing.
+    with atomic_file.atomic_file(path) as temporary:
+      with open(temporary, "w", encoding="utf-8") as f:
+        json.dump({lang: vector.tolist() for lang, vector
+                   in zip(self.languages, self.components)}, f)
     return path
 
   @classmethod

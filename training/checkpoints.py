@@ -18,6 +18,7 @@ from typing import List, Optional, Sequence, Set, Tuple
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from cmlm.training import checkpoint_integrity
 from cmlm.training import compat
 
 ENCODER = "encoder"
@@ -25,9 +26,13 @@ ENCODER = "encoder"
 
 def resolve(path: str, what: str = "task.init_checkpoint") -> str:
   """The checkpoint prefix `path` names: itself (`DIR/ckpt-N`), or the
-  latest checkpoint of a directory; one clear error when there is none."""
+  newest checkpoint of a directory that reads
+  (`checkpoint_integrity.newest_readable`: a damaged newer one is named in
+  one line and skipped); one clear error when there is none, or when the
+  prefix named is damaged (naming the newest one of its directory that
+  reads)."""
   if tf.io.gfile.isdir(path):
-    found = tf.train.latest_checkpoint(path)
+    found = checkpoint_integrity.newest_readable(path)
     if not found:
       raise FileNotFoundError(f"{what}={path} is a directory without a "
                               "checkpoint; give a run directory or "
@@ -38,7 +43,24 @@ def resolve(path: str, what: str = "task.init_checkpoint") -> str:
         f"{what}={path} does not exist (no {os.path.basename(path)}.index); "
         "give a run directory or a prefix such as "
         f"{os.path.join(os.path.dirname(path) or 'MODEL_DIR', 'ckpt-1000')}.")
+  try:
+    checkpoint_integrity.check(path)
+  except checkpoint_integrity.DamagedCheckpoint as damaged:
+    raise checkpoint_integrity.DamagedCheckpoint(
+        path, damaged.reason + _readable_instead(os.path.dirname(path),
+                                                 what)) from None
   return path
+
+
+def _readable_instead(directory: str, what: str) -> str:
+  """"; the newest checkpoint of DIR that reads is ...", or ""."""
+  try:
+    found = checkpoint_integrity.newest_readable(directory,
+                                                 report=lambda line: None)
+  except (checkpoint_integrity.NoReadableCheckpoint, tf.errors.OpError):
+    found = None
+  return f"; the newest one of its directory that reads: {what}={found}" if (
+      found) else ""
 
 
 def item_names(checkpoint_path: str) -> Set[str]:

@@ -18,6 +18,8 @@
   removes its temporary files at once (a `ckpt-N_temp/` can be as large as
   a checkpoint) and ends the run with `CheckpointSaveError`; the previous
   checkpoint stays the latest, and the same command resumes from it.
+  A checkpoint that does not read back as written, or no longer reads when
+  a run starts, is moved aside: `checkpoint_integrity`.
 - `all_replicas_finite`: the non-finite guard of `SentenceEncoderTrainer`
   (a non-finite loss or gradient stops training, or its batch is skipped).
 """
@@ -35,7 +37,8 @@ from cmlm.training import stop_signals
 # What a save interrupted by a crash can leave in a model_dir: the shards
 # directory, a half-written index, a half-written state file.
 _SAVE_LEFTOVERS = re.compile(
-    r"ckpt-\d+_temp|ckpt-\d+\.index\.tempstate\d*|checkpoint\.tmp[0-9a-f]*")
+    r"ckpt-\d+_temp|ckpt-\d+\.index\.tempstate\d*|checkpoint\.tmp[0-9a-f]*"
+    r"|ckpt-\d+\.manifest\.json\.tmp")
 _DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
 
 
@@ -66,16 +69,19 @@ class NonFiniteTrainingError(FloatingPointError):
 
 
 class CheckpointSaveError(OSError):
-  """A checkpoint could not be written (the disk is full); its temporary
-  files were removed and the previous checkpoint is still the latest."""
+  """A checkpoint could not be written (the disk is full, or it did not read
+  back as written); what it left was removed or moved aside and the previous
+  checkpoint is still the latest."""
 
-  def __init__(self, model_dir: str, latest: str, reason: str):
+  def __init__(self, model_dir: str, latest: str, reason: str,
+               problem: str = "the disk is full",
+               cleanup: str = "its temporary files were removed",
+               advice: str = "Free some space and run"):
     resume = (f"resumes from {os.path.basename(latest)}" if latest
               else "starts over")
     super().__init__(
-        f"Saving a checkpoint in {model_dir} failed: the disk is full "
-        f"({reason}); its temporary files were removed. Free some space and "
-        f"run the same command: it {resume}.")
+        f"Saving a checkpoint in {model_dir} failed: {problem} ({reason}); "
+        f"{cleanup}. {advice} the same command: it {resume}.")
 
 
 def _is_disk_full(error: BaseException) -> bool:
@@ -205,7 +211,7 @@ def checkpoint_is_complete(prefix: str) -> bool:
   return bool(shards) and len(shards) == int(shards[0].group(2))
 
 
-def _checkpoints_on_disk(model_dir: str):
+def complete_checkpoints(model_dir: str):
   """Complete `ckpt-N` prefixes in `model_dir`, oldest first."""
   numbers = [int(m.group(1)) for m in
              (re.fullmatch(r"ckpt-(\d+)\.index", f)
@@ -265,7 +271,7 @@ def repair_checkpoint_state(model_dir: str) -> None:
     latest = os.path.join(model_dir, latest)
   if latest and checkpoint_is_complete(latest):
     return
-  complete = _checkpoints_on_disk(model_dir)
+  complete = complete_checkpoints(model_dir)
   if not complete:
     if latest or tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
       logging.warning("No complete checkpoint in %s: training starts over.",

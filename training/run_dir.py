@@ -25,16 +25,15 @@ from cmlm.modeling import model_builder
 from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
 from official.modeling.hyperparams import params_dict
+from cmlm.training import checkpoint_integrity
 from cmlm.training import checkpoints
 from cmlm.training import compat
 from cmlm.training import task as task_lib
 
 PARAMS_FILE = "params.yaml"
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-# What reading a damaged, truncated or foreign checkpoint raises (a truncated
-# data file gives IndexError from the reader).
-_READ_ERRORS = (tf.errors.OpError, ValueError, AssertionError, IndexError,
-                KeyError)
+# What reading a damaged, truncated or foreign checkpoint raises.
+_READ_ERRORS = checkpoint_integrity.READ_ERRORS
 
 
 def is_run_dir(path: str) -> bool:
@@ -80,11 +79,13 @@ def build_tokenizer(params: cfg.ExperimentConfig,
 
 def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None,
                     checkpoint_name: str = "--checkpoint") -> str:
-  """The checkpoint prefix to read: `checkpoint` if given, else the latest
-  (errors name it `checkpoint_name`)."""
+  """The checkpoint prefix to read: `checkpoint` if given, else the newest
+  that reads (a damaged newer one is named in one line and skipped,
+  `checkpoint_integrity.newest_readable`; errors name it
+  `checkpoint_name`)."""
   if checkpoint:
     return checkpoints.resolve(checkpoint, checkpoint_name)
-  found = tf.train.latest_checkpoint(model_dir)
+  found = checkpoint_integrity.newest_readable(model_dir)
   if not found:
     raise FileNotFoundError(
         f"No checkpoint in {model_dir}: train first, or name one with "

@@ -102,10 +102,14 @@ def acquire(model_dir: str, command: Optional[str] = None,
   holder = dict(pid=os.getpid(), host=socket.gethostname(),
                 started=datetime.datetime.now().isoformat(timespec="seconds"),
                 command=command or " ".join(sys.argv))
-  os.ftruncate(fd, 0)
-  os.lseek(fd, 0, os.SEEK_SET)
-  os.write(fd, json.dumps(holder).encode("utf-8") + b"\n")
-  os.fsync(fd)
+  try:
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, json.dumps(holder).encode("utf-8") + b"\n")
+    os.fsync(fd)
+  except OSError:  # a full disk: no lock file is left behind
+    release(model_dir, fd, name)
+    raise
   return fd
 
 
@@ -131,14 +135,22 @@ def hold(model_dir: str, command: Optional[str] = None,
   failed before writing anything) is removed again.
   """
   created = "://" not in model_dir and not os.path.exists(model_dir)
-  fd = acquire(model_dir, command, name, what)
+  try:
+    fd = acquire(model_dir, command, name, what)
+  except OSError:
+    _remove_if_made_empty(model_dir, created)
+    raise
   try:
     yield
   finally:
     release(model_dir, fd, name)
-    if created:
-      with contextlib.suppress(OSError):
-        os.rmdir(model_dir)  # only if empty
+    _remove_if_made_empty(model_dir, created)
+
+
+def _remove_if_made_empty(model_dir: str, created: bool) -> None:
+  if created:
+    with contextlib.suppress(OSError):
+      os.rmdir(model_dir)  # only if empty
 
 
 def is_chief_from_tf_config() -> bool:

@@ -92,7 +92,11 @@ def load_schedule(name_or_path: str) -> ScheduleConfig:
                      "`stages:` ({objectives: {name: weight}, train_steps}).")
   try:
     parsed = []
-    for stage in stages:
+    for index, stage in enumerate(stages, start=1):
+      if not isinstance(stage, dict):
+        raise ValueError(
+            f"stage {index} is {stage!r}, not {{objectives: {{name: "
+            "weight}, train_steps: N}} (is the file complete?)")
       parsed.append(StageConfig())
       parsed[-1].override(stage, is_strict=True)
     return ScheduleConfig(experiment=content.get("experiment", ""),

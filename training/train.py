@@ -7,7 +7,8 @@ inputs (the experiment name, YAML files, `a.b=c` overrides) and our
 (cmlm/commands/train.py) is the command over them. Checkpoints and
 TensorBoard summaries (loss, each objective's loss and metrics,
 learning_rate, examples_per_second) go to the model_dir; a run started again
-in the same model_dir resumes from its latest checkpoint.
+in the same model_dir resumes from its latest checkpoint that reads (a
+damaged one is moved aside: `checkpoint_integrity`).
 
 Multi-worker (`TF_CONFIG`): every worker runs the same command on a shared
 `--model_dir`; only the chief writes params.yaml, checkpoints and summaries
@@ -34,6 +35,7 @@ from official.core import train_lib
 from official.core import train_utils
 from official.modeling import performance
 from cmlm.training import best_checkpoint
+from cmlm.training import checkpoint_integrity
 from cmlm.training import checkpoints
 from cmlm.training import fault_tolerance
 from cmlm.training import run_lock
@@ -116,9 +118,11 @@ class _ExperimentRunner(train_lib.OrbitExperimentRunner):
     # Every worker saves at the same steps (collective saves need them all).
     if self.strategy.extended.should_checkpoint:
       fault_tolerance.repair_checkpoint_state(self.model_dir)
+      # Each save read back and given its manifest; the newest checkpoint
+      # that reads is restored, damaged ones moved aside.
       return checkpoints.save_at_interval_multiples(
-          fault_tolerance.guard_disk_full_saves(
-              super()._maybe_build_checkpoint_manager()))
+          fault_tolerance.guard_disk_full_saves(checkpoint_integrity.verified(
+              super()._maybe_build_checkpoint_manager())))
     return checkpoints.save_at_interval_multiples(_WorkerCheckpointManager(
         self.trainer.checkpoint, restore_dir=self.model_dir,
         step_counter=self.trainer.global_step,
@@ -148,7 +152,7 @@ class _WorkerCheckpointManager(tf.train.CheckpointManager):
     self._restore_dir = restore_dir
 
   def restore_or_initialize(self):
-    latest = tf.train.latest_checkpoint(self._restore_dir)
+    latest = checkpoint_integrity.newest_readable(self._restore_dir)
     if latest is None:
       return super().restore_or_initialize()
     self.checkpoint.restore(latest)
@@ -187,8 +191,11 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
       was saved.
     fault_tolerance.NonFiniteTrainingError: a step's loss or gradient was not
       finite (unless `task.skip_non_finite_batches`).
-    fault_tolerance.CheckpointSaveError: the disk was full during a save;
-      its temporary files were removed.
+    fault_tolerance.CheckpointSaveError: the disk was full during a save
+      (its temporary files were removed), or a checkpoint did not read back
+      as written (it was moved aside).
+    checkpoint_integrity.NoReadableCheckpoint: no checkpoint of `model_dir`
+      reads (they were moved aside; run again to start over).
 
   Examples:
     >>> from cmlm.training import run_config

@@ -116,8 +116,10 @@ def pipeline_args(runner: str, direct_num_workers: int,
     workers = direct_num_workers or os.cpu_count() or 1
     args.append(f"--direct_num_workers={workers}")
     if workers > 1:
+      # The workers log a step's error with its traceback before the job
+      # raises it; the command says it in one line (CMLM_DEBUG=1: all).
       args += ["--direct_running_mode=multi_processing",
-               "--default_sdk_harness_log_level=WARNING"]
+               "--default_sdk_harness_log_level=CRITICAL"]
   return args + list(passed_through)
 
 

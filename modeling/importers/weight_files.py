@@ -42,6 +42,12 @@ def read_safetensors(path: str) -> Dict[str, np.ndarray]:
     raise ValueError(f"{path} is not a safetensors file (its header is not "
                      "JSON).") from None
   buffer = memoryview(data)[8 + header_length:]
+  ends = [entry["data_offsets"][1] for name, entry in header.items()
+          if name != "__metadata__"]
+  if ends and max(ends) > len(buffer):
+    raise ValueError(f"{path} is truncated: its header places tensors up to "
+                     f"byte {max(ends)} of the data, which holds "
+                     f"{len(buffer)}; download it again.")
   tensors = {}
   for name, entry in header.items():
     if name == "__metadata__":

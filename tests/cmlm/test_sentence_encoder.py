@@ -94,7 +94,18 @@ def test_bad_sentences_name_the_argument_the_index_and_the_type(tiny,
                                "bytes to str first)."),
       (["a", "b", 7], TypeError, "sentences[2] is int; expected str."),
       (["a", "b\ud800c"], ValueError, "sentences[1] is not valid Unicode: "
-                                      "character 1 is a lone surrogate")]:
+                                      "character 1 is a lone surrogate"),
+      # MTEB 2's batches and sentences in one list: named, not indexed into.
+      ([{"text": "a"}, "x"], TypeError, "sentences mixes batches and "
+                                        "sentences: sentences[0] is a dict "
+                                        "(a batch {'text': [...]}), "
+                                        "sentences[1] is str;"),
+      (["x", {"text": ["a"]}], TypeError, "sentences mixes batches and "
+                                          "sentences: sentences[1] is a dict"),
+      ([{"text": ["a"]}, {"text": "bc"}], TypeError,
+       "sentences[1]['text'] is str; a batch's 'text' is a list"),
+      ([{"sentences": ["a"]}], TypeError,
+       "sentences[0] is a batch without 'text' (keys: sentences)")]:
     with pytest.raises(error) as raised:
       model.encode(sentences)
     assert str(raised.value).startswith(words), str(raised.value)

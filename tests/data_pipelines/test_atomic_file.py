@@ -1,5 +1,7 @@
 """data_pipelines/atomic_file.py: a file appears complete or not at all."""
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -31,3 +33,23 @@ def test_a_failure_leaves_the_target_as_it_was_and_no_temporary(tmp_path):
     with atomic_file.atomic_file(str(tmp_path / "new.txt")):
       raise RuntimeError("no input")
   assert os.listdir(tmp_path) == ["report.json"]
+
+
+def test_a_killed_writer_s_temporary_is_removed_by_the_next_writer(tmp_path):
+  """SIGKILL leaves a temporary file; the next writer of the same target on
+  this host removes it, not a live process's, another target's or another
+  host's."""
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  host = atomic_file._HOST  # pylint: disable=protected-access
+  names = {"stale": f".tmp-{host}-{dead.pid}-e.npy",
+           "live": f".tmp-{host}-{os.getppid()}-e.npy",
+           "other target": f".tmp-{host}-{dead.pid}-f.npy",
+           "other host": f".tmp-elsewhere-{dead.pid}-e.npy"}
+  for name in names.values():
+    (tmp_path / name).write_bytes(b"\x93NUMPY half")
+  with atomic_file.atomic_file(str(tmp_path / "e.npy")) as temporary:
+    with open(temporary, "wb") as f:
+      f.write(b"whole")
+  assert sorted(os.listdir(tmp_path)) == sorted(
+      ["e.npy"] + [names["live"], names["other target"], names["other host"]])

@@ -171,7 +171,8 @@ def test_nothing_is_published_when_there_is_no_pair_or_the_job_fails(
   out = tmp_path / 'out'
   with pytest.raises(corpus.CorpusError, match='gave no sentence pairs'):
     prepare(one_sentence, out / 'pairs')
-  assert os.listdir(out) == []  # no shard, no manifest, no temporary dir
+  # No shard, no manifest, no temporary dir, nor the directory made for them.
+  assert not out.exists()
   text = helpers.write_numbered_corpus(tmp_path / 'corpus', 10)
   first = prepare(text, out / 'pairs', seed=1)
   before = file_bytes(first.shard_paths + [first.manifest_path])

@@ -1,7 +1,9 @@
 """The TFLite and ONNX artifacts: the SavedModel's embeddings, with their
 runtime alone (export/artifacts.py, inference/artifact_runtime.py)."""
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -13,6 +15,8 @@ from cmlm.inference import artifact_runtime
 from cmlm.export import artifacts
 from cmlm.inference import embedders
 from cmlm.inference import encode_files
+from cmlm.inference import integrity
+from cmlm.inference import layout
 from cmlm.export import exporter
 from cmlm.modeling import length_chunks
 from tests.export import export_helpers
@@ -230,3 +234,72 @@ def test_every_projection_of_the_int8_onnx_model_is_int8(
                     and float_kernels.intersection(node.input)]
   assert not float_products
   assert any(node.op_type == "MatMulInteger" for node in model.graph.node)
+
+
+def _damage(path, how):
+  """Truncates `path` to half, or flips one bit in its middle (same size)."""
+  size = os.path.getsize(path)
+  with open(path, "r+b") as f:
+    if how == "truncate":
+      f.truncate(size // 2)
+    else:
+      f.seek(size // 2)
+      byte = f.read(1)[0]
+      f.seek(size // 2)
+      f.write(bytes([byte ^ 1]))
+
+
+@pytest.mark.slow
+def test_a_damaged_file_of_any_backend_is_named_with_the_export_to_rerun(
+    tiny_artifacts_export, tmp_path):
+  """artifact.json and the version's checksums.json record each file's size
+  and SHA-256: a truncated or altered model file of every backend (and an
+  artifact's vocabulary) is refused before it runs, in one line naming the
+  file and the export command that writes it again. A file an older export
+  recorded no SHA-256 of that does not load is named the same way."""
+  result = tiny_artifacts_export
+  cases = [("tflite/model.tflite", "tflite", False, "truncate"),
+           ("tflite/model_int8.tflite", "tflite", True, "flip"),
+           ("onnx/model.onnx", "onnx", False, "flip"),
+           ("onnx/model_int8.onnx", "onnx", True, "truncate"),
+           ("onnx/vocab.txt", "onnx", False, "flip"),
+           ("encoder/variables/variables.data-00000-of-00001", "saved_model",
+            False, "flip"),
+           ("preprocessor/saved_model.pb", "saved_model", False, "truncate")]
+  for index, (name, backend, quantized, how) in enumerate(cases):
+    export_dir = os.path.realpath(tmp_path / str(index))
+    shutil.copytree(result.export_dir, export_dir, symlinks=True)
+    version_dir = layout.resolve(export_dir)
+    _damage(os.path.join(version_dir, name), how)
+    with pytest.raises(integrity.DamagedModel) as raised:
+      embedders.load_embedder(export_dir, backend=backend, quantized=quantized)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"{os.path.join(version_dir, name)} is damaged: "
+                              ), message
+    assert ("holds" if how == "truncate" else "is altered") in message
+    assert message.endswith(
+        f"write it again: python -m cmlm export --model_dir=RUN --checkpoint="
+        f"RUN/ckpt-{result.step} --export_dir={export_dir} --formats="
+        "saved_model,tflite,onnx --overwrite (RUN: the training run it was "
+        "exported from)"), message
+  # An export of before the SHA-256 records: a file of the recorded size
+  # that its runtime cannot load.
+  export_dir = os.path.realpath(tmp_path / "older")
+  shutil.copytree(result.export_dir, export_dir, symlinks=True)
+  version_dir = layout.resolve(export_dir)
+  os.remove(os.path.join(version_dir, integrity.CHECKSUMS_FILE))
+  manifest_path = os.path.join(version_dir, "onnx", artifact_runtime.MANIFEST)
+  with open(manifest_path) as f:
+    manifest = json.load(f)
+  del manifest["sha256"]
+  with open(manifest_path, "w") as f:
+    json.dump(manifest, f)
+  for name in ("onnx/model.onnx", "encoder/saved_model.pb"):
+    path = os.path.join(version_dir, name)
+    with open(path, "r+b") as f:
+      f.write(b"\xff" * 64)  # the same size, not a model
+  for backend, words in (("onnx", "the onnx model does not load ("),
+                         ("saved_model", "the SavedModel does not load (")):
+    with pytest.raises(integrity.DamagedModel, match=re.escape(words)):
+      embedders.load_embedder(export_dir, backend=backend)

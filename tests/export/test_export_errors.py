@@ -15,6 +15,7 @@ import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from cmlm.training import atomic
+from cmlm.training import checkpoint_integrity
 from cmlm.inference import embedders
 from cmlm.export import exporter
 from cmlm.export import preprocessor as preprocessor_lib
@@ -52,23 +53,46 @@ def test_missing_params_or_checkpoint_is_a_clear_error(tiny, tmp_path):
   assert _leftovers(export_dir) is None
 
 
-@pytest.mark.parametrize("damage", ["truncated data", "garbage index"])
-def test_corrupt_checkpoint_fails_clearly_and_writes_nothing(
-    tiny, tmp_path, damage):
-  model_dir = _copy_run(tiny, tmp_path)
-  prefix = tf.train.latest_checkpoint(model_dir)
+def _damage(prefix, damage):
   if damage == "truncated data":
     path = prefix + ".data-00000-of-00001"
-    size = os.path.getsize(path)
     with open(path, "r+b") as f:
-      f.truncate(size // 2)
+      f.truncate(os.path.getsize(path) // 2)
   else:
     with open(prefix + ".index", "wb") as f:
       f.write(b"not a checkpoint index" * 10)
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "garbage index"])
+def test_a_damaged_checkpoint_is_skipped_and_none_readable_writes_nothing(
+    tiny, tmp_path, capsys, damage):
+  """The newest checkpoint damaged: export reads the older one, saying so in
+  one line, and moves nothing (a reader does not own the run). All of them
+  damaged: one clear error, nothing written."""
+  model_dir = _copy_run(tiny, tmp_path)
+  newest = tf.train.latest_checkpoint(model_dir)
+  older = checkpoint_integrity.candidates(model_dir)[1]
+  assert older != newest
+  _damage(newest, damage)
+  files = sorted(os.listdir(model_dir))
   export_dir = str(tmp_path / "export")
-  with pytest.raises(ValueError, match="cannot be read"):
+  if damage == "truncated data":
+    result = exporter.export_run(model_dir, export_dir, write_card=False)
+    assert result.checkpoint_path == older
+    skipped = [line for line in capsys.readouterr().err.splitlines()
+               if line.startswith("Skipping the damaged checkpoint")]
+    assert len(skipped) == 1
+    assert os.path.basename(newest) in skipped[0]
+    assert f"reading {os.path.basename(older)}" in skipped[0]
+    assert sorted(os.listdir(model_dir)) == files
+    return
+  for prefix in checkpoint_integrity.candidates(model_dir):
+    _damage(prefix, damage)
+  with pytest.raises(checkpoint_integrity.NoReadableCheckpoint,
+                     match=f"No checkpoint of {model_dir} reads: "):
     exporter.export_run(model_dir, export_dir)
   assert _leftovers(export_dir) is None
+  assert sorted(os.listdir(model_dir)) == files
 
 
 def test_checkpoint_of_another_model_is_refused(tiny, tmp_path):

@@ -100,13 +100,15 @@ def test_two_workers_train_as_one_process_on_the_same_global_batches(
         reference.progress.first_loss, rel=1e-5)
   assert reference.progress.last_loss < reference.progress.first_loss
 
-  # One checkpoint series and one set of summaries: the chief's only
-  # (checkpoint_interval = train_steps: one save, at the end).
+  # One checkpoint series (read back, with its manifest) and one set of
+  # summaries: the chief's only (checkpoint_interval = train_steps: one
+  # save, at the end).
   assert tf.train.latest_checkpoint(str(model_dir)).endswith(
       f"ckpt-{train_steps}")
   assert sorted(os.listdir(model_dir)) == sorted(
       ["checkpoint", "params.yaml", "train", f"ckpt-{train_steps}.index",
-       f"ckpt-{train_steps}.data-00000-of-00001"])
+       f"ckpt-{train_steps}.data-00000-of-00001",
+       f"ckpt-{train_steps}.manifest.json"])
   assert len(os.listdir(model_dir / "train")) == 1
   assert not os.listdir(scratch), "the non-chief's save directory is removed"
 

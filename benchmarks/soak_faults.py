@@ -1,0 +1,376 @@
+"""A soak under faults: train / export --overwrite / encode / eval, in cycles,
+each process at risk of SIGKILL or SIGTERM, on a disk that fills and
+empties.
+
+    python benchmarks/soak_faults.py [--minutes=30] [--cycles=N] [--seed=0]
+        [--kill_probability=0.5] [--workdir=DIR] [--no_disk_faults]
+
+Every cycle runs, as the command line (`python -m cmlm ...`), each in its own
+process: `train` of a tiny cmlm/tiny run 2 steps further, `export
+--overwrite` of its latest checkpoint, `encode` of 200 sentences with the
+export, `eval` (an STS-B style file) of the export. Each process is, with
+`--kill_probability`, sent SIGKILL or SIGTERM (even odds) after a random
+time within what that command took when left alone. Where this process may
+mount a tmpfs (root on Linux), the work directory is a 256 MB tmpfs that a
+thread fills to the last byte now and then and empties a few seconds later:
+real "No space left on device" for whichever writer is at work; elsewhere
+there are no disk faults (`disk_faults` says so).
+
+At the end, with no faults: `train` once more (the run must resume and
+reach its step), every export version still published must load and give
+the embeddings of the checkpoint it names (read from the run), and no
+temporary file of a save, an export or an encode may remain. Prints the
+counts as one JSON object: cycles, processes, how each ended (ok, SIGKILL,
+SIGTERM, refused with one line, and the refusals by kind), disk fills,
+recoveries (checkpoints moved
+aside, leftovers of a killed save or export removed), and `lost`: whatever
+did not hold (a traceback, an unexpected status, an export that does not
+load or differs from its checkpoint, a run that does not resume, a
+temporary file left). Its figures are counts, not times; it asserts nothing.
+"""
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# cmlm/tiny at the tests' size: a run of a few steps takes seconds.
+TINY = {
+    "task": {"model": {"encoder": {"hidden_size": 16, "num_layers": 1,
+                                   "num_attention_heads": 2,
+                                   "intermediate_size": 32}},
+             "tokenization": {"seq_length": 16},
+             "objectives": {"cmlm": {"train_data": {
+                 "global_batch_size": 4, "max_predictions_per_seq": 5}}}},
+    "trainer": {"steps_per_loop": 1, "checkpoint_interval": 1,
+                "summary_interval": 1, "max_to_keep": 6}}
+STEPS_PER_CYCLE = 2
+COMMANDS = ("train", "export", "encode", "eval")
+# What a save, an export or an encode writes under a temporary name.
+TEMPORARY = re.compile(r"(^|/)(\.tmp-|\.old-|[^/]*_temp$|[^/]*\.tempstate|"
+                       r"checkpoint\.tmp|[^/]*\.manifest\.json\.tmp)")
+
+
+def parse_args(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--minutes", type=float, default=30.0)
+  parser.add_argument("--cycles", type=int, default=0,
+                      help="stop after this many cycles (0: --minutes)")
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--kill_probability", type=float, default=0.5)
+  parser.add_argument("--workdir", default="",
+                      help="kept when given (default: a temporary one)")
+  parser.add_argument("--no_disk_faults", action="store_true")
+  parser.add_argument("--commands", default=",".join(COMMANDS),
+                      help="the commands of a cycle, in order (a subset of "
+                      f"{','.join(COMMANDS)})")
+  args = parser.parse_args(argv)
+  args.commands = [name for name in COMMANDS
+                   if name in args.commands.split(",")]
+  if "train" not in args.commands:
+    parser.error("--commands must hold train")
+  return args
+
+
+class Disk:
+  """The work directory: a tmpfs a thread fills and empties, when one can
+  be mounted here."""
+
+  def __init__(self, path: str, rng: random.Random, faults: bool):
+    self.path, self._rng = path, rng
+    self.mounted = faults and os.geteuid() == 0 and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", path],
+        capture_output=True).returncode == 0
+    self.fills = 0
+    self._stop = threading.Event()
+    self._thread = None
+
+  def start(self):
+    if self.mounted:
+      self._thread = threading.Thread(target=self._fill_and_empty,
+                                      daemon=True)
+      self._thread.start()
+
+  def _fill_and_empty(self):
+    filler = os.path.join(self.path, "filler")
+    while not self._stop.wait(self._rng.uniform(5, 25)):
+      with open(filler, "wb", buffering=0) as f:
+        with contextlib.suppress(OSError):
+          while True:
+            f.write(b"\0" * (1 << 20))
+      self.fills += 1
+      self._stop.wait(self._rng.uniform(1, 6))
+      os.remove(filler)
+
+  def stop(self):
+    self._stop.set()
+    if self._thread:
+      self._thread.join()
+    with contextlib.suppress(FileNotFoundError):
+      os.remove(os.path.join(self.path, "filler"))
+
+  def unmount(self):
+    if self.mounted:
+      subprocess.run(["umount", "-l", self.path], check=False)
+
+
+class Soak:
+  """The cycles and their counts."""
+
+  def __init__(self, args, root: str):
+    self.args, self.root = args, root
+    self.rng = random.Random(args.seed)
+    self.run_dir = os.path.join(root, "run")
+    self.export_dir = os.path.join(root, "export")
+    self.out_dir = os.path.join(root, "out")
+    os.makedirs(self.out_dir, exist_ok=True)
+    self.inputs = os.path.join(root, "inputs")
+    os.makedirs(self.inputs, exist_ok=True)
+    self._write_inputs()
+    self.typical = {}  # command -> seconds it took when left alone
+    self.counts = dict(cycles=0, processes=0, ok=0, sigkill=0, sigterm=0,
+                       stopped_cleanly=0, refused_one_line=0,
+                       checkpoints_moved_aside=0, save_leftovers_removed=0,
+                       export_leftovers_removed=0, by_command={},
+                       refusals={})
+    self.lost = []
+
+  def _write_inputs(self):
+    import yaml  # pylint: disable=g-import-not-at-top
+    self.config = os.path.join(self.inputs, "tiny.yaml")
+    with open(self.config, "w") as f:
+      yaml.safe_dump(TINY, f)
+    corpus = os.path.join(REPO, "data", "corpus_en")
+    sentences = []
+    for name in sorted(os.listdir(corpus)):
+      if name.endswith(".txt") and len(sentences) < 400:
+        with open(os.path.join(corpus, name), encoding="utf-8") as f:
+          sentences += [line.strip() for line in f if len(line.strip()) > 20]
+    sentences = sentences[:400]
+    self.sentences = os.path.join(self.inputs, "sentences.txt")
+    with open(self.sentences, "w", encoding="utf-8") as f:
+      f.write("\n".join(sentences[:200]) + "\n")
+    self.sts = os.path.join(self.inputs, "sts-dev.csv")
+    with open(self.sts, "w", encoding="utf-8") as f:
+      for i in range(100):
+        f.write(f"main\tsoak\t2024\t{i:04d}\t{i % 6}.0\t{sentences[2 * i]}\t"
+                f"{sentences[2 * i + 1]}\n")
+
+  def command(self, name: str, cycle: int):
+    steps = STEPS_PER_CYCLE * (cycle + 1)
+    return {
+        "train": ["train", "--experiment=cmlm/tiny",
+                  f"--config_file={self.config}",
+                  f"--params_override=trainer.train_steps={steps}",
+                  f"--model_dir={self.run_dir}"],
+        "export": ["export", f"--model_dir={self.run_dir}",
+                   f"--export_dir={self.export_dir}", "--overwrite"],
+        "encode": ["encode", f"--model={self.export_dir}",
+                   f"--input={self.sentences}",
+                   f"--output={self.out_dir}/embeddings.npy", "--overwrite"],
+        "eval": ["eval", f"--model={self.export_dir}", "--tasks=sts-b",
+                 f"--task_data=sts-b={self.sts}",
+                 f"--report_dir={self.out_dir}/report"],
+    }[name]
+
+  def run(self, name: str, cycle: int, faults: bool = True) -> int:
+    """Runs one command, maybe killing it; counts how it ended."""
+    argv = [sys.executable, "-m", "cmlm"] + self.command(name, cycle)
+    signum = None
+    if faults and self.rng.random() < self.args.kill_probability:
+      signum = self.rng.choice([signal.SIGKILL, signal.SIGTERM])
+      delay = self.rng.uniform(0, self.typical.get(name, 15.0))
+    start = time.time()
+    process = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    timer = None
+    if signum is not None:
+      timer = threading.Timer(delay, _send, (process, signum))
+      timer.start()
+    output, errors = process.communicate(timeout=900)
+    if timer:
+      timer.cancel()
+    seconds = time.time() - start
+    status = process.returncode
+    self._count(name, status, output, errors)
+    if status == 0 and (name not in self.typical or signum is None):
+      self.typical[name] = seconds
+    return status
+
+  def _count(self, name, status, output, errors):
+    counts = self.counts
+    counts["processes"] += 1
+    by = counts["by_command"].setdefault(name, {})
+    by[str(status)] = by.get(str(status), 0) + 1
+    text = output + errors
+    counts["checkpoints_moved_aside"] += len(re.findall(
+        r"^Moved the damaged checkpoint", text, re.M))
+    counts["export_leftovers_removed"] += len(re.findall(
+        r"left by an interrupted export", text))
+    counts["save_leftovers_removed"] += len(re.findall(
+        r"left by an interrupted checkpoint save", text))
+    own = [line for line in errors.splitlines()
+           if line.startswith(f"cmlm {name}:")]
+    if status == 0:
+      counts["ok"] += 1
+    elif status == -signal.SIGKILL:
+      counts["sigkill"] += 1
+    elif status in (-signal.SIGTERM, 143):
+      counts["sigterm"] += 1
+      if status == 143:
+        counts["stopped_cleanly"] += 1
+    elif status == 2 and len(own) == 1 and "Traceback" not in errors:
+      counts["refused_one_line"] += 1
+      # What was refused, without its paths and numbers.
+      kind = re.sub(r"(/[^\s:;,()']+)+|\d+", "_", own[0].split(
+          "error: ", 1)[-1])[:90]
+      counts["refusals"][kind] = counts["refusals"].get(kind, 0) + 1
+    else:
+      self.lost.append(dict(command=name, status=status,
+                            tail=errors.strip().splitlines()[-3:]))
+    if "Traceback" in errors and status not in (-signal.SIGKILL,):
+      self.lost.append(dict(command=name, status=status, traceback=True,
+                            tail=errors.strip().splitlines()[-3:]))
+
+  def temporary_files(self):
+    found = []
+    for top in (self.run_dir, self.export_dir, self.out_dir):
+      for root, dirs, names in os.walk(top):
+        for name in dirs + names:
+          relative = os.path.relpath(os.path.join(root, name), self.root)
+          if TEMPORARY.search(relative):
+            found.append(relative)
+    return sorted(found)
+
+  def verify(self):
+    """Every published version loads and equals its checkpoint: checked in
+    this process when it has TensorFlow already (a test), else in a fresh
+    one (`--verify_exports`)."""
+    if "tensorflow" in sys.modules:
+      return verify_exports(self.run_dir, self.export_dir, self.sentences)
+    completed = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--verify_exports",
+         self.run_dir, self.export_dir, self.sentences], cwd=REPO,
+        capture_output=True, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
+    if completed.returncode != 0:
+      self.lost.append(dict(check="exports", status=completed.returncode,
+                            tail=completed.stderr.strip().splitlines()[-3:]))
+      return {}
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def verify_exports(run_dir: str, export_dir: str, sentences_file: str
+                   ) -> dict:
+  """{version: "equal" | "differs" | "does not load: ..." | "checkpoint
+  rotated out"}: each version of `export_dir` against the checkpoint of
+  `run_dir` its export_info.json names, on 20 sentences."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  sys.path.insert(0, REPO)
+  from cmlm.inference import embedders  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import layout  # pylint: disable=g-import-not-at-top
+  with open(sentences_file, encoding="utf-8") as f:
+    sentences = f.read().split("\n")[:20]
+  unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)
+  versions = os.path.join(export_dir, "versions")
+  results = {}
+  for name in sorted(os.listdir(versions)):
+    version = os.path.join(versions, name)
+    if name.startswith(".") or not os.path.isdir(version):
+      continue
+    info = layout.read_info(os.path.join(version, "encoder")) or {}
+    checkpoint = os.path.join(run_dir, info.get("checkpoint", "?"))
+    if not os.path.exists(checkpoint + ".index"):
+      results[name] = "checkpoint rotated out"
+      continue
+    try:
+      exported = embedders.load_embedder(version)(sentences)
+      trained = embedders.load_embedder(run_dir, checkpoint)(sentences)
+    except Exception as error:  # pylint: disable=broad-except
+      results[name] = "does not load: " + str(error).splitlines()[0]
+      continue
+    results[name] = ("equal" if np.allclose(unit(exported), unit(trained),
+                                            atol=1e-5) else "differs")
+  return results
+
+
+def _send(process, signum):
+  with contextlib.suppress(ProcessLookupError):
+    process.send_signal(signum)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  root = args.workdir or tempfile.mkdtemp(prefix="cmlm-soak-")
+  os.makedirs(root, exist_ok=True)
+  rng = random.Random(args.seed + 1)
+  disk = Disk(root, rng, not args.no_disk_faults)
+  soak = Soak(args, root)
+  start = time.time()
+  deadline = start + 60 * args.minutes
+  disk.start()
+  try:
+    cycle = 0
+    while (cycle < args.cycles if args.cycles else time.time() < deadline):
+      for name in args.commands:
+        soak.run(name, cycle)
+      cycle += 1
+      soak.counts["cycles"] = cycle
+    faulted_s = time.time() - start
+    disk.stop()
+    # The checks, with no faults: the run resumes and reaches its step; an
+    # export and an encode clear what killed ones left; every published
+    # version equals its checkpoint; no temporary file is left.
+    final = {}
+    for name in args.commands:
+      if name != "eval":
+        final[name] = soak.run(name, cycle, faults=False)
+    steps = STEPS_PER_CYCLE * (cycle + 1)
+    latest = os.path.join(soak.run_dir, f"ckpt-{steps}.index")
+    final["train_reached_step"] = os.path.exists(latest)
+    if not final["train_reached_step"] or final["train"] != 0:
+      soak.lost.append(dict(check="the run resumes to step", steps=steps))
+    versions = soak.verify() if os.path.isdir(os.path.join(
+        soak.export_dir, "versions")) else {}
+    final["exports"] = versions
+    for name, verdict in versions.items():
+      if verdict not in ("equal", "checkpoint rotated out"):
+        soak.lost.append(dict(check="export", version=name, verdict=verdict))
+    leftovers = soak.temporary_files()
+    final["temporary_files"] = leftovers
+    if leftovers:
+      soak.lost.append(dict(check="temporary files", files=leftovers))
+    result = dict(soak.counts, seconds_under_faults=round(faulted_s),
+                  seconds=round(time.time() - start),
+                  disk_faults=("tmpfs filled and emptied" if disk.mounted
+                               else "none (no tmpfs could be mounted)"),
+                  disk_fills=disk.fills, seed=args.seed,
+                  kill_probability=args.kill_probability, final=final,
+                  lost=soak.lost)
+    print(json.dumps(result, indent=1))
+    return result
+  finally:
+    disk.stop()
+    if not args.workdir:
+      disk.unmount()
+      shutil.rmtree(root, ignore_errors=True)
+    elif disk.mounted:
+      print(f"(the tmpfs stays mounted at {root}: umount {root})",
+            file=sys.stderr)
+
+
+if __name__ == "__main__":
+  if sys.argv[1:2] == ["--verify_exports"]:
+    print(json.dumps(verify_exports(*sys.argv[2:5])))
+  else:
+    main()
