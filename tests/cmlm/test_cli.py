@@ -49,7 +49,8 @@ FLAGS_OF = {
     "prepare": {"data", "input", "output", "pair_unit", "vocab_file",
                 "seq_length", "lower_case", "text_normalization",
                 "document_unit", "split", "heldout_percent", "num_shards",
-                "seed", "runner", "direct_num_workers", "overwrite"},
+                "seed", "runner", "direct_num_workers", "dask_workers",
+                "overwrite"},
 }
 
 

@@ -211,4 +211,5 @@ def test_prepare_on_a_local_dask_cluster_writes_the_direct_runners_bytes(
   for path in direct.shard_paths + [direct.manifest_path]:
     dask_path = path.replace(str(tmp_path / "direct"), str(tmp_path / "dask"))
     with open(path, "rb") as ours, open(dask_path, "rb") as theirs:
-      assert ours.read() == theirs.read()
+      # The manifest names its own shards: equal but for the output's name.
+      assert ours.read().replace(b"direct", b"dask") == theirs.read()

@@ -281,8 +281,8 @@ def test_a_damaged_file_of_any_backend_is_named_with_the_export_to_rerun(
     assert message.endswith(
         f"write it again: python -m cmlm export --model_dir=RUN --checkpoint="
         f"RUN/ckpt-{result.step} --export_dir={export_dir} --formats="
-        "saved_model,tflite,onnx --overwrite (RUN: the training run it was "
-        "exported from)"), message
+        "saved_model,tflite,onnx,sentence_transformers --overwrite (RUN: the "
+        "training run it was exported from)"), message  # the fixture's formats
   # An export of before the SHA-256 records: a file of the recorded size
   # that its runtime cannot load.
   export_dir = os.path.realpath(tmp_path / "older")
