@@ -198,9 +198,9 @@ def candidates(directory: str) -> List[str]:
     state = tf.train.get_checkpoint_state(directory)
   except Exception:  # pylint: disable=broad-except
     state, unreadable = None, True  # then what is on disk
+  # get_checkpoint_state already puts `directory` before a relative path
+  # (joining again broke a relative --model_dir such as runs/tiny).
   latest = state.model_checkpoint_path if state else None
-  if latest and not os.path.isabs(latest):
-    latest = os.path.join(directory, latest)
   if not latest and not unreadable:
     return []
   on_disk = fault_tolerance.complete_checkpoints(directory)

@@ -228,3 +228,21 @@ def test_train_resumes_past_a_damaged_checkpoint_and_none_readable_exits_2(
       errors[-1]]
   assert errors[-1].startswith(f"cmlm train: error: No checkpoint of "
                                f"{model_dir} reads: ")
+
+
+def test_a_relative_run_directory_names_its_checkpoints_once(
+    tmp_path, monkeypatch):
+  """`--model_dir=runs/tiny` from the working directory (the README's
+  road): the latest checkpoint is `runs/tiny/ckpt-N`, not the directory
+  joined twice (which named no file, and export refused a good run)."""
+  monkeypatch.chdir(tmp_path)
+  os.makedirs(os.path.join("runs", "x"))
+  manager = tf.train.CheckpointManager(
+      tf.train.Checkpoint(v=tf.Variable(1.0)), os.path.join("runs", "x"),
+      max_to_keep=3)
+  manager.save()
+  expected = os.path.join("runs", "x", "ckpt-1")
+  assert checkpoint_integrity.candidates(os.path.join("runs", "x")) == [
+      expected]
+  assert checkpoint_integrity.newest_readable(
+      os.path.join("runs", "x")) == expected
