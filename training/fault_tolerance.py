@@ -39,6 +39,7 @@ from cmlm.training import stop_signals
 _SAVE_LEFTOVERS = re.compile(
     r"ckpt-\d+_temp|ckpt-\d+\.index\.tempstate\d*|checkpoint\.tmp[0-9a-f]*"
     r"|ckpt-\d+\.manifest\.json\.tmp")
+_FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
 _DATA_FILE = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
 
 
@@ -105,8 +106,10 @@ def guard_disk_full_saves(manager: tf.train.CheckpointManager
         raise
       remove_save_leftovers(manager.directory)
       _remove_incomplete_checkpoints(manager.directory)
-      reason = (str(getattr(error, "message", "") or error).strip()
-                .splitlines() or ["no space left"])[0]
+      # TensorFlow puts the graph function's name first: not the user's.
+      reason = (_FUNCTION_NODE.sub("", str(getattr(error, "message", "") or
+                                           error)).strip().splitlines()
+                or ["no space left"])[0]
       raise CheckpointSaveError(manager.directory, manager.latest_checkpoint,
                                 reason) from None
 
