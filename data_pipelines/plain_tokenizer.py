@@ -38,6 +38,18 @@ from typing import Dict, List, Sequence
 
 PAD, UNK, CLS, SEP = "[PAD]", "[UNK]", "[CLS]", "[SEP]"
 TEXT_NORMALIZATIONS = ("tf_text", "huggingface")
+
+
+def check_settings(seq_length: int, text_normalization: str) -> None:
+  """One ValueError line for a tokenization no tokenizer of the garden takes
+  (this one and `tokenizer_json`'s)."""
+  if text_normalization not in TEXT_NORMALIZATIONS:
+    raise ValueError(f"text_normalization must be one of "
+                     f"{', '.join(TEXT_NORMALIZATIONS)}, got "
+                     f"{text_normalization!r}.")
+  if seq_length < 3:
+    raise ValueError(f"seq_length={seq_length} leaves no room for a token "
+                     "between [CLS] and [SEP]; use 3 or more.")
 MAX_BYTES_PER_WORD = 100  # TF Text's WordpieceTokenizer default
 SUFFIX = "##"
 _CACHE_LIMIT = 1 << 16  # words remembered with their pieces
@@ -110,13 +122,7 @@ class PlainTokenizer:
 
   def __init__(self, vocab: Sequence[str], seq_length: int,
                lower_case: bool = True, text_normalization: str = "tf_text"):
-    if text_normalization not in TEXT_NORMALIZATIONS:
-      raise ValueError(f"text_normalization must be one of "
-                       f"{', '.join(TEXT_NORMALIZATIONS)}, got "
-                       f"{text_normalization!r}.")
-    if seq_length < 3:
-      raise ValueError(f"seq_length={seq_length} leaves no room for a token "
-                       "between [CLS] and [SEP]; use 3 or more.")
+    check_settings(seq_length, text_normalization)
     self.ids: Dict[str, int] = {}
     for index, token in enumerate(vocab):
       self.ids.setdefault(token, index)

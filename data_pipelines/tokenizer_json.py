@@ -68,10 +68,11 @@ from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 from tokenizers import processors
 
+from cmlm.data_pipelines import plain_tokenizer
 from cmlm.data_pipelines import vocabulary
 
 FILE_NAME = "tokenizer.json"
-TEXT_NORMALIZATIONS = ("tf_text", "huggingface")
+TEXT_NORMALIZATIONS = plain_tokenizer.TEXT_NORMALIZATIONS
 MAX_BYTES_PER_WORD = 100  # TF Text's WordpieceTokenizer default
 SUFFIX = "##"
 
@@ -183,13 +184,7 @@ def build_tokenizer(vocab: Sequence[str], seq_length: int,
     >>> tokenizer.encode("A sentence.").ids
     [2, 1037, 6251, 1012, 3]
   """
-  if text_normalization not in TEXT_NORMALIZATIONS:
-    raise ValueError(f"text_normalization must be one of "
-                     f"{', '.join(TEXT_NORMALIZATIONS)}, got "
-                     f"{text_normalization!r}.")
-  if seq_length < 3:
-    raise ValueError(f"seq_length={seq_length} leaves no room for a token "
-                     "between [CLS] and [SEP]; use 3 or more.")
+  plain_tokenizer.check_settings(seq_length, text_normalization)
   vocabulary.check_vocab(list(vocab))
   ids = {}
   for index, token in enumerate(vocab):

@@ -52,7 +52,7 @@ def export_command(version_dir: str) -> str:
   it came from, which an export does not record)."""
   info = {}
   for part in layout.PARTS + layout.ARTIFACT_PARTS:
-    info = layout.read_info(os.path.join(version_dir, part)) or _json(
+    info = layout.read_info(os.path.join(version_dir, part)) or layout.read_json_object(
         os.path.join(version_dir, part, layout.ARTIFACT_INFO_FILE)) or {}
     if info:
       break
@@ -65,15 +65,6 @@ def export_command(version_dir: str) -> str:
           f"{checkpoint} --export_dir={export_dir} --formats="
           f"{','.join(formats)} --overwrite (RUN: the training run it was "
           "exported from)")
-
-
-def _json(path: str) -> Optional[dict]:
-  try:
-    with open(path, encoding="utf-8") as f:
-      value = json.load(f)
-  except (OSError, ValueError):
-    return None
-  return value if isinstance(value, dict) else None
 
 
 def write_checksums(version_dir: str) -> Dict[str, dict]:
@@ -105,7 +96,7 @@ def check_saved_model(path: str) -> None:
   version_dir = version_of(path)
   if version_dir is None:
     return
-  record = _json(os.path.join(version_dir, CHECKSUMS_FILE))
+  record = layout.read_json_object(os.path.join(version_dir, CHECKSUMS_FILE))
   if not record or not isinstance(record.get("files"), dict):
     return
   part = os.path.basename(os.path.realpath(path.rstrip("/")))

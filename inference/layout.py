@@ -39,6 +39,21 @@ def resolve(export_dir: str) -> str:
   return os.path.realpath(current) if os.path.islink(current) else export_dir
 
 
+def read_json_object(path: str) -> Optional[dict]:
+  """The JSON object in the file at `path`; None when it is missing,
+  unreadable or not an object (a reader then goes on without it).
+
+  Examples:
+    >>> read_json_object("runs/tiny/import_info.json")  # None: not imported
+  """
+  try:
+    with open(path, encoding="utf-8") as f:
+      value = json.load(f)
+  except (OSError, ValueError):
+    return None
+  return value if isinstance(value, dict) else None
+
+
 def read_info(saved_model_dir: str) -> Optional[dict]:
   """The `export_info.json` of a SavedModel of an export, or None.
 

@@ -19,6 +19,7 @@ import os
 from typing import Optional
 
 from official.core import config_definitions as cfg
+from cmlm.inference import layout
 from cmlm.training import run_dir
 from cmlm.training.import_run import IMPORT_INFO_FILE
 
@@ -76,28 +77,19 @@ def read_run(model_dir: str, checkpoint: Optional[str] = None,
       eval_report=read_eval_report(report_path) if report_path else None)
 
 
-def _read_json(path: str) -> Optional[dict]:
-  try:
-    with open(path, encoding="utf-8") as f:
-      value = json.load(f)
-  except (OSError, ValueError):
-    return None
-  return value if isinstance(value, dict) else None
-
-
 def find_origin(model_dir: str, params: cfg.ExperimentConfig
                 ) -> Optional[dict]:
   """The import a run is, or starts from: the `import_info.json` of
   `model_dir` (`imported_here` True) or of its `task.init_checkpoint`'s run
   (False); None for a run trained from scratch."""
-  info = _read_json(os.path.join(model_dir, IMPORT_INFO_FILE))
+  info = layout.read_json_object(os.path.join(model_dir, IMPORT_INFO_FILE))
   if info is not None:
     return dict(info, imported_here=True)
   init = params.task.init_checkpoint or ""
   if not init:
     return None
   directory = init if os.path.isdir(init) else os.path.dirname(init)
-  info = _read_json(os.path.join(directory, IMPORT_INFO_FILE))
+  info = layout.read_json_object(os.path.join(directory, IMPORT_INFO_FILE))
   return dict(info, imported_here=False) if info is not None else None
 
 
