@@ -6,12 +6,14 @@ vocabulary against the embedding table, `task.init_checkpoint`, and (when
 training) the tokenization against a sample of the training text. The
 `PreparedRun` it returns is what `train.run` trains; `stages` prepares
 every stage of a schedule before the first one starts. What the run reads
-more than once is read here once and passed along: `task.init_checkpoint`
-resolved to a checkpoint, and the vocabulary file (to every check, the
-objectives' data and the tokenizers).
+more than once is read once and passed along: `task.init_checkpoint`
+resolved (`run_dir.resolve_init_checkpoint`), and the vocabulary file (to
+every check, the objectives' data and the tokenizers). When the config was
+built by `run_config.build_config`, both were read there and are taken from
+its `BuiltConfig`; otherwise they are read here.
 """
 import dataclasses
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 import tensorflow as tf
 
@@ -21,6 +23,8 @@ from cmlm.data_pipelines import unk_rate
 from cmlm.data_pipelines import vocabulary
 from cmlm.objectives import base as objective_base
 from cmlm.training import checkpoints
+from cmlm.training import run_config
+from cmlm.training import run_dir
 from cmlm.training import task as task_lib
 
 
@@ -28,26 +32,27 @@ from cmlm.training import task as task_lib
 class PreparedRun:
   """A run's description, built and checked once (`prepare`), then passed
   down: the locked config, the mode, the objectives the task trains,
-  `init_checkpoint`: `task.init_checkpoint` resolved to the checkpoint the
-  run starts from (`checkpoints.resolve`, once: what was checked is what is
-  restored), or None (no start, or one an earlier stage has yet to write),
-  and `vocab`: `task.tokenization.vocab_file` as read once (None without
-  one).
+  `init_checkpoint`: `task.init_checkpoint` resolved once
+  (`run_dir.resolve_init_checkpoint`: its `prefix` is the checkpoint the
+  run starts from; what was checked is what is restored), or None (no
+  start, or one an earlier stage has yet to write), and `vocab`:
+  `task.tokenization.vocab_file` as read once (None without one).
 
   Examples:
     >>> from cmlm.training import run_config
-    >>> prepared = prepare(run_config.build_params("cmlm/tiny"))
+    >>> prepared = prepare(run_config.build_config("cmlm/tiny"))
     >>> sorted(prepared.objectives), len(prepared.vocab.tokens)
     (['cmlm'], 8520)
   """
   params: cfg.ExperimentConfig
   mode: str
   objectives: Dict[str, objective_base.Objective]
-  init_checkpoint: Optional[str] = None
+  init_checkpoint: Optional[run_dir.InitCheckpoint] = None
   vocab: Optional[vocabulary.VocabularyFile] = None
 
 
-def prepare(params: cfg.ExperimentConfig, mode: str = "train",
+def prepare(params: Union[cfg.ExperimentConfig, run_config.BuiltConfig],
+            mode: str = "train",
             init_checkpoint_from_earlier_stage: bool = False
             ) -> PreparedRun:
   """Builds the run's objectives once and checks, before anything is
@@ -56,6 +61,10 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
   against the embedding table, `task.init_checkpoint`, and (training) the
   tokenization against a sample of the training text. One clear error each.
 
+  `params`: the config, or `run_config.build_config`'s `BuiltConfig`, whose
+  vocabulary and resolved `task.init_checkpoint` are taken rather than read
+  again (each where the config still names the same file and path).
+
   `init_checkpoint_from_earlier_stage`: `task.init_checkpoint` is the
   directory an earlier stage of the same schedule will write
   (`training.stages`), so it need not exist yet (it is resolved when that
@@ -63,26 +72,34 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
 
   Examples:
     >>> from cmlm.training import run_config, train
-    >>> params = run_config.build_params(
+    >>> built = run_config.build_config(
     ...     "cmlm/tiny", params_override="task.tokenization.vocab_file=nope.txt")
-    >>> prepare(params)
+    >>> prepare(built)
     Traceback (most recent call last):
     VocabularyError: The vocabulary file 'nope.txt' does not exist.
-    >>> prepared = prepare(run_config.build_params("cmlm/tiny"))
+    >>> prepared = prepare(run_config.build_config("cmlm/tiny"))
     >>> result = train.run(prepared, "runs/tiny")  # trains what was checked
   """
+  built = (params if isinstance(params, run_config.BuiltConfig)
+           else run_config.BuiltConfig(params))
+  params = built.params
   task_config = params.task
   task_config.model.validate()
   if "train" in mode:
     check_trainer(params.trainer)
-  vocab = read_vocab(task_config.tokenization)
+  vocab = read_vocab(task_config.tokenization, built.vocab)
   objectives = task_lib.build_objectives(task_config, vocab)
   for objective in objectives.values():
     objective.validate(mode)
   init_checkpoint = None
   if task_config.init_checkpoint and not init_checkpoint_from_earlier_stage:
-    init_checkpoint = checkpoints.resolve(task_config.init_checkpoint)
-    check_checkpoint_vocab(init_checkpoint, task_config.tokenization, vocab)
+    init_checkpoint = built.init_checkpoint
+    if (init_checkpoint is None
+        or init_checkpoint.path != task_config.init_checkpoint):
+      init_checkpoint = run_dir.resolve_init_checkpoint(
+          task_config.init_checkpoint)
+    check_checkpoint_vocab(init_checkpoint.checked_prefix(),
+                           task_config.tokenization, vocab)
   task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
                                        task_config.model.encoder.vocab_size,
                                        vocab)
@@ -91,16 +108,19 @@ def prepare(params: cfg.ExperimentConfig, mode: str = "train",
   return PreparedRun(params, mode, objectives, init_checkpoint, vocab)
 
 
-def read_vocab(tokenization_config: tokenization.TokenizationConfig
+def read_vocab(tokenization_config: tokenization.TokenizationConfig,
+               already_read: Optional[vocabulary.VocabularyFile] = None
                ) -> Optional[vocabulary.VocabularyFile]:
   """The run's vocabulary file, read once for every check and tokenizer of
-  the run; None without one, or when it cannot be read: then the
-  objectives' checks read it and say why, in their turn (the errors come in
-  the order they always did)."""
+  the run (`already_read`, when it is that file: as the config builder read
+  it); None without one, or when it cannot be read: then the objectives'
+  checks read it and say why, in their turn (the errors come in the order
+  they always did)."""
   if not tokenization_config.vocab_file:
     return None
   try:
-    return vocabulary.read_vocabulary(tokenization_config.vocab_file)
+    return vocabulary.read_vocabulary(tokenization_config.vocab_file,
+                                      already_read)
   except (vocabulary.VocabularyError, tf.errors.OpError):
     return None
 

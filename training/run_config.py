@@ -5,9 +5,13 @@ overrides and our `strategy` / `tpu`; what the user leaves unset comes from
 their files and machine: the encoder's vocabulary size from the vocabulary
 file (`take_vocab_size_from_file`), the strategy from the hardware
 (`settle_strategy`). A run that `task.init_checkpoint` names gives its
-encoder (`adopt_init_checkpoint_encoder`). The config is checked once, when
-the run starts (`prepared_run.prepare`), and trained by `train.run`.
+encoder (`adopt_init_checkpoint_encoder`). What building the config reads,
+the vocabulary file and `task.init_checkpoint` resolved
+(`run_dir.resolve_init_checkpoint`), is read once: `build_config` returns it
+beside the config (`BuiltConfig`) for the run's one check
+(`prepared_run.prepare`) to take, and `train.run` trains it.
 """
+import dataclasses
 import os
 from typing import Optional, Sequence
 
@@ -18,16 +22,44 @@ from official.core import exp_factory
 from official.modeling import hyperparams
 from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
-from cmlm.training import checkpoints
 from cmlm.training import run_dir
 from cmlm.training import strategies
 from cmlm.training.strategies import STRATEGIES
+
+
+@dataclasses.dataclass
+class BuiltConfig:
+  """A run's config (`params`) and what building it read, so that the run
+  reads nothing twice: `init_checkpoint`, `task.init_checkpoint` resolved
+  (`run_dir.resolve_init_checkpoint`; None without one), and `vocab`, the
+  vocabulary file as read for its size (None when it was not read).
+  `prepared_run.prepare` and `train.run` take it as they take a config."""
+  params: cfg.ExperimentConfig
+  init_checkpoint: Optional[run_dir.InitCheckpoint] = None
+  vocab: Optional[vocabulary.VocabularyFile] = None
 
 
 def build_params(experiment: str, config_files: Sequence[str] = (),
                  params_override: str = "", strategy: Optional[str] = None,
                  tpu: Optional[str] = None, lock: bool = True,
                  quiet: bool = False) -> cfg.ExperimentConfig:
+  """The config of `build_config`, alone: what building it read is dropped
+  (a run given it reads its vocabulary and resolves `task.init_checkpoint`
+  again; train `build_config`'s `BuiltConfig` to read them once).
+
+  Examples:
+    >>> params = build_params("cmlm/tiny", quiet=True)
+    >>> params.task.model.encoder.vocab_size
+    8520
+  """
+  return build_config(experiment, config_files, params_override, strategy,
+                      tpu, lock, quiet).params
+
+
+def build_config(experiment: str, config_files: Sequence[str] = (),
+                 params_override: str = "", strategy: Optional[str] = None,
+                 tpu: Optional[str] = None, lock: bool = True,
+                 quiet: bool = False) -> BuiltConfig:
   """An experiment's config, as Model Garden's flags would make it.
 
   The registered `experiment`, then each YAML of `config_files`, then
@@ -47,16 +79,18 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
   A run that `task.init_checkpoint` names gives its encoder config (see
   `adopt_init_checkpoint_encoder`). Locked unless `lock` is False; `quiet`
   prints nothing (a schedule's later stages). The config is checked once,
-  by `prepared_run.prepare`, when the run starts.
+  by `prepared_run.prepare`, when the run starts; the `BuiltConfig` returned
+  carries what was read here (the vocabulary, `task.init_checkpoint`
+  resolved) to that check and the run.
 
   Examples:
-    >>> params = build_params(
+    >>> built = build_config(
     ...     "cmlm/en_base", params_override="task.tokenization.vocab_file="
     ...     "data/vocab_en_uncased.txt")
     Strategy: one_device on the CPU (no TPU configured, no GPU found); --strategy chooses another.
     task.model.encoder.vocab_size is 8520, the size of data/vocab_en_uncased.txt.
-    >>> params.task.model.encoder.vocab_size
-    8520
+    >>> built.params.task.model.encoder.vocab_size, len(built.vocab.tokens)
+    (8520, 8520)
   """
   if not experiment:
     raise ValueError("--experiment is required, e.g. --experiment=cmlm/tiny.")
@@ -89,12 +123,12 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
   choice = settle_strategy(params.runtime)
   if not quiet:
     print(choice.line(), flush=True)
-  take_vocab_size_from_file(params, default_vocab_size, quiet=quiet)
-  adopt_init_checkpoint_encoder(params)
+  vocab = take_vocab_size_from_file(params, default_vocab_size, quiet=quiet)
+  init_checkpoint = adopt_init_checkpoint_encoder(params)
   params.validate()
   if lock:
     params.lock()
-  return params
+  return BuiltConfig(params, init_checkpoint, vocab)
 
 
 # runtime.num_gpus before the user's inputs: not given (Model Garden's
@@ -130,28 +164,32 @@ def settle_strategy(runtime, hardware: Optional[strategies.Hardware] = None
   return choice
 
 
-def take_vocab_size_from_file(params, default: int,
-                              quiet: bool = False) -> None:
+def take_vocab_size_from_file(params, default: int, quiet: bool = False
+                              ) -> Optional[vocabulary.VocabularyFile]:
   """`task.model.encoder.vocab_size`, when unset (0), becomes the size of
   `task.tokenization.vocab_file`, read as training reads it; `default` (the
   experiment's) without a readable file (`prepared_run.prepare` then says
   what is wrong with it). Prints the size taken when it is not `default`.
+  Returns the vocabulary file read (None when none was), for the run to
+  take rather than read again.
   """
   encoder = params.task.model.encoder
   if encoder.vocab_size:
-    return
+    return None
   encoder.vocab_size = default
   vocab_file = params.task.tokenization.vocab_file
   if not vocab_file:
-    return
+    return None
   try:
-    size = len(vocabulary.read_vocabulary(vocab_file).tokens)
+    vocab = vocabulary.read_vocabulary(vocab_file)
   except (vocabulary.VocabularyError, tf.errors.OpError):
-    return
+    return None
+  size = len(vocab.tokens)
   encoder.vocab_size = size
   if size != default and not quiet:
     print(f"task.model.encoder.vocab_size is {size}, the size of "
           f"{vocab_file}.", flush=True)
+  return vocab
 
 
 def registered_experiments() -> list:
@@ -170,7 +208,9 @@ def registered_experiments() -> list:
   return sorted(leaves(exp_factory._REGISTERED_CONFIGS, ""))  # pylint: disable=protected-access
 
 
-def adopt_init_checkpoint_encoder(params) -> None:
+def adopt_init_checkpoint_encoder(
+    params, init_checkpoint: Optional[run_dir.InitCheckpoint] = None
+) -> Optional[run_dir.InitCheckpoint]:
   """A run starts with the encoder of the run it starts from.
 
   When `task.init_checkpoint` is a run of ours (params.yaml beside the
@@ -186,20 +226,23 @@ def adopt_init_checkpoint_encoder(params) -> None:
   `task.tokenization.vocab_file` takes that run's vocabulary, casing and
   text normalization (the sequence length stays the experiment's). NLI
   fine-tuning (cmlm/xnli) thus needs only the run and the data.
+
+  `init_checkpoint`: `task.init_checkpoint` already resolved; resolved here
+  (`run_dir.resolve_init_checkpoint`) when not given. Returns the record
+  (None without a `task.init_checkpoint`), for the run to take: a path that
+  names no checkpoint is said, in one line, when the run is checked.
   """
   task = params.task
   if not getattr(task, "init_checkpoint", ""):
-    return
-  try:
-    source_dir = os.path.dirname(checkpoints.resolve(task.init_checkpoint))
-  except FileNotFoundError:
-    return  # `prepare` says so, in one line, when the run starts
-  if not run_dir.is_run_dir(source_dir):
-    return
-  source = run_dir.load_params(source_dir).task
+    return None
+  if init_checkpoint is None or init_checkpoint.path != task.init_checkpoint:
+    init_checkpoint = run_dir.resolve_init_checkpoint(task.init_checkpoint)
+  if init_checkpoint.params is None:
+    return init_checkpoint
+  source_dir, source = init_checkpoint.run_dir, init_checkpoint.params.task
   if task.model.as_dict() == source.model.as_dict() and (
       task.tokenization.vocab_file):
-    return
+    return init_checkpoint
   own = task.model.as_dict()
   kept = {"encoder": {key: own["encoder"][key] for key in
                       ("dropout_rate", "attention_dropout_rate")}}
@@ -224,3 +267,4 @@ def adopt_init_checkpoint_encoder(params) -> None:
     taken += " and the vocabulary"
   print(f"{taken} taken from {source_dir}, the run task.init_checkpoint "
         "starts from.", flush=True)
+  return init_checkpoint

@@ -67,6 +67,56 @@ def load_params(model_dir: str) -> cfg.ExperimentConfig:
                      f"this garden: {error}") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class InitCheckpoint:
+  """`task.init_checkpoint` resolved once (`resolve_init_checkpoint`): the
+  config builder's start-run policy
+  (`run_config.adopt_init_checkpoint_encoder`) and the run's checks and
+  restore (`prepared_run.prepare`) take this record rather than resolving
+  the path again.
+
+  Attributes:
+    path: `task.init_checkpoint` as the config gives it.
+    prefix: the checkpoint it names (`checkpoints.resolve`: itself, or the
+      newest one of a directory that reads); None when there is none.
+    run_dir: the run directory that checkpoint belongs to (params.yaml
+      beside it: a run or an import of ours); None otherwise.
+    params: that run's config (`load_params`); None without a run directory.
+    missing: why there is no checkpoint, in one line ("" when there is one);
+      raised by `checked_prefix`, when the run is checked.
+  """
+  path: str
+  prefix: Optional[str] = None
+  run_dir: Optional[str] = None
+  params: Optional[cfg.ExperimentConfig] = None
+  missing: str = ""
+
+  def checked_prefix(self) -> str:
+    """The checkpoint prefix; FileNotFoundError (one line) without one."""
+    if self.missing:
+      raise FileNotFoundError(self.missing)
+    return self.prefix
+
+
+def resolve_init_checkpoint(path: str) -> InitCheckpoint:
+  """The one resolution of `task.init_checkpoint` per run: the checkpoint
+  prefix `path` names, the run directory it lies in and that run's config.
+
+  A path that names no checkpoint is recorded (`InitCheckpoint.missing`)
+  and raised when the run is checked (`prepared_run.prepare`), so the
+  config can still be built; a damaged checkpoint, or a run directory whose
+  params.yaml does not read, is one clear error at once.
+  """
+  try:
+    prefix = checkpoints.resolve(path)
+  except FileNotFoundError as error:
+    return InitCheckpoint(path, missing=str(error))
+  directory = os.path.dirname(prefix)
+  if not is_run_dir(directory):
+    return InitCheckpoint(path, prefix)
+  return InitCheckpoint(path, prefix, directory, load_params(directory))
+
+
 def build_tokenizer(params: cfg.ExperimentConfig,
                     seq_length: Optional[int] = None,
                     vocab: Optional[vocabulary.VocabularyFile] = None

@@ -112,11 +112,23 @@ def stage_params(experiment: str, stage: StageConfig, init_checkpoint: str,
                  quiet: bool = False) -> cfg.ExperimentConfig:
   """One stage's config: the experiment + the user's YAML and overrides
   (and `strategy`, `tpu`: runtime.distribution_strategy and runtime.tpu;
-  `run_config.build_params`, which `quiet` keeps from printing), with
+  `run_config.build_config`, which `quiet` keeps from printing), with
   exactly the stage's objectives and steps."""
-  params = run_config.build_params(experiment, config_files,
-                                   params_override, strategy=strategy,
-                                   tpu=tpu, lock=False, quiet=quiet)
+  return stage_config(experiment, stage, init_checkpoint, config_files,
+                      params_override, tpu, strategy, quiet).params
+
+
+def stage_config(experiment: str, stage: StageConfig, init_checkpoint: str,
+                 config_files: Sequence[str] = (),
+                 params_override: str = "",
+                 tpu: Optional[str] = None, strategy: Optional[str] = None,
+                 quiet: bool = False) -> run_config.BuiltConfig:
+  """`stage_params`, with what building it read (`run_config.BuiltConfig`)
+  for the stage's check to take rather than read again."""
+  built = run_config.build_config(experiment, config_files,
+                                  params_override, strategy=strategy,
+                                  tpu=tpu, lock=False, quiet=quiet)
+  params = built.params
   weights = stage.objectives.as_dict()
   names = params.task.objectives.names()
   unknown = sorted(set(weights) - set(names))
@@ -133,7 +145,7 @@ def stage_params(experiment: str, stage: StageConfig, init_checkpoint: str,
           "learning_rate": {"polynomial": {"decay_steps": steps}}}}})
   params.validate()
   params.lock()
-  return params
+  return built
 
 
 def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
@@ -144,7 +156,7 @@ def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
 
   `stage_steps` replaces the schedule's steps; `strategy` and `tpu` are
   every stage's runtime.distribution_strategy and runtime.tpu (unset: the
-  hardware's, `run_config.build_params`). Returns the last stage's
+  hardware's, `run_config.build_config`). Returns the last stage's
   directory.
 
   Examples:
@@ -182,17 +194,16 @@ def run(schedule: str, model_dir: str, config_files: Sequence[str] = (),
   for index, stage in enumerate(stages, start=1):
     stage_dir = os.path.join(model_dir, f"stage{index}")
     with _naming_the_stage(index, schedule):
-      params = stage_params(config.experiment, stage, previous, config_files,
-                            params_override, tpu, strategy,
-                            quiet=index > 1)
-    runs.append((index, stage, stage_dir, previous, params))
+      built = stage_config(config.experiment, stage, previous, config_files,
+                           params_override, tpu, strategy, quiet=index > 1)
+    runs.append((index, stage, stage_dir, previous, built))
     previous = stage_dir
-  strategy = train.make_strategy(runs[0][-1])
+  strategy = train.make_strategy(runs[0][-1].params)
   prepared = []
-  for index, stage, stage_dir, init_stage, params in runs:
+  for index, stage, stage_dir, init_stage, built in runs:
     with _naming_the_stage(index, schedule):
       prepared.append(prepared_run.prepare(
-          params, "train", init_checkpoint_from_earlier_stage=bool(init_stage)))
+          built, "train", init_checkpoint_from_earlier_stage=bool(init_stage)))
   print(f"== {schedule}: {len(runs)} stage(s) checked (config, objectives, "
         "data, vocabulary).", flush=True)
   # One `stages` per directory (the chief's; each stage's own directory is

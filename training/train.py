@@ -1,8 +1,10 @@
 """Training a run: Model Garden's train_lib + orbit, one strategy scope.
 
-`run_config.build_params` makes an experiment's config from Model Garden's
+`run_config.build_config` makes an experiment's config from Model Garden's
 inputs (the experiment name, YAML files, `a.b=c` overrides) and our
-`strategy`; `prepared_run.prepare` builds and checks it once; `run` trains
+`strategy`, with what it read (the vocabulary, `task.init_checkpoint`
+resolved) for the run to take; `prepared_run.prepare` builds and checks it
+once; `run` trains
 (and/or evaluates) it in a model_dir. `python -m cmlm train`
 (cmlm/commands/train.py) is the command over them. Checkpoints and
 TensorBoard summaries (loss, each objective's loss and metrics,
@@ -59,7 +61,7 @@ def seed_run(task_config) -> None:
 def make_strategy(params):
   """The runtime's strategy; a clear error when no TPU answers `--tpu`.
 
-  A config that `run_config.build_params` made names its strategy and GPU
+  A config that `run_config.build_config` made names its strategy and GPU
   count; one that leaves them to the hardware (an experiment's own, as
   `exp_factory` gives it) takes `strategies.choose`'s, without a line.
   """
@@ -173,7 +175,8 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
         ) -> TrainResult:
   """Trains (and/or evaluates) `params` in `model_dir`.
 
-  `params` is an experiment config, checked here by
+  `params` is an experiment config or a `run_config.BuiltConfig` (what
+  building it read is not read again), checked here by
   `prepared_run.prepare`, or a `PreparedRun` already checked. Training
   takes `model_dir`'s lock (`run_lock`; the chief only) before writing
   anything.
@@ -199,9 +202,9 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
 
   Examples:
     >>> from cmlm.training import run_config
-    >>> params = run_config.build_params(
+    >>> built = run_config.build_config(
     ...     "cmlm/tiny", params_override="trainer.train_steps=200")
-    >>> result = run(params, "runs/tiny")  # resumes when run again
+    >>> result = run(built, "runs/tiny")  # resumes when run again
     >>> int(result.trainer.global_step.numpy())
     200
   """
@@ -210,14 +213,17 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
                      "there, and a run resumes from it.")
   if isinstance(params, prepared_run.PreparedRun):
     prepared, params, mode = params, params.params, params.mode
+    built = None
   else:
-    prepared = None
+    built, prepared = params, None
+    if isinstance(params, run_config.BuiltConfig):
+      params = params.params
   with contextlib.ExitStack() as stack:
     stack.enter_context(mixed_precision(params.runtime.mixed_precision_dtype))
     # The strategy comes first: a multi-worker one must be made before any
     # TensorFlow op runs, and `prepare` tokenizes text.
     strategy = strategy or make_strategy(params)
-    prepared = prepared or prepared_run.prepare(params, mode)
+    prepared = prepared or prepared_run.prepare(built, mode)
     selecting = best_checkpoint_scorer is not None and "train" in mode
     if selecting:
       best_checkpoint.check_config(params.trainer)
@@ -231,9 +237,10 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
       stack.enter_context(run_lock.hold(model_dir))
     seed_run(params.task)
     with strategy.scope():
+      start = prepared.init_checkpoint
       task = task_factory.get_task(params.task, logging_dir=model_dir,
                                    objectives=prepared.objectives,
-                                   init_checkpoint=prepared.init_checkpoint)
+                                   init_checkpoint=start.prefix if start else None)
       trainer = train_utils.create_trainer(
           params, task, train="train" in mode, evaluate="eval" in mode,
           trainer_cls=SentenceEncoderTrainer)

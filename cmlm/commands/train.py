@@ -49,9 +49,10 @@ def main(argv) -> None:
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import run_config  # pylint: disable=g-import-not-at-top
   from cmlm.training import train  # pylint: disable=g-import-not-at-top
-  params = run_config.build_params(
+  built = run_config.build_config(
       FLAGS.experiment, FLAGS.config_file or (), FLAGS.params_override,
       FLAGS.strategy, FLAGS.tpu)
+  params = built.params
   logging.info("Experiment %s, strategy %s, model_dir %s", FLAGS.experiment,
                params.runtime.distribution_strategy, FLAGS.model_dir)
   scorer = None
@@ -60,7 +61,7 @@ def main(argv) -> None:
   if metric and model_selection.is_task(metric):
     scorer = model_selection.task_scorer(metric, FLAGS.eval_data_dir)
   with training_exits.training_exits("train"):
-    result = train.run(params, FLAGS.model_dir, FLAGS.mode or "train",
+    result = train.run(built, FLAGS.model_dir, FLAGS.mode or "train",
                        best_checkpoint_scorer=scorer)
   if result.best is not None and result.best.best_step is not None:
     best = result.best.exporter.best_ckpt_logs[metric]

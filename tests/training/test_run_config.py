@@ -15,10 +15,13 @@ import os
 import pytest
 import yaml
 
+from cmlm.data_pipelines import vocabulary
 from cmlm.experiments import cmlm_experiments
 from cmlm.experiments import registry_imports  # noqa: F401  (registers the experiments)
+from cmlm.training import checkpoints
 from cmlm.training import prepared_run
 from cmlm.training import run_config
+from cmlm.training import run_dir
 from cmlm.training import stages
 from cmlm.training import strategies
 from cmlm.training import task
@@ -150,6 +153,89 @@ def test_a_start_checkpoint_of_another_vocabulary_is_one_line(
   assert "\n" not in message
   assert f"word embedding table of {rows} rows" in message
   assert f"{user_vocab} has {len(TOKENS)} tokens" in message
+
+
+@pytest.fixture
+def counted_reads(monkeypatch):
+  """{"resolved": [task.init_checkpoint paths resolved by the one resolver],
+  "prefixes": [paths given to `checkpoints.resolve`], "vocab": [vocabulary
+  files read from disk]}, appended to as the run goes."""
+  reads = {"resolved": [], "prefixes": [], "vocab": []}
+
+  def counting(name, module, function):
+    real = getattr(module, function)
+
+    def counted(path, *args, **kwargs):
+      reads[name].append(path)
+      return real(path, *args, **kwargs)
+    monkeypatch.setattr(module, function, counted)
+  counting("resolved", run_dir, "resolve_init_checkpoint")
+  counting("prefixes", checkpoints, "resolve")
+  # Every reader of a vocabulary file (read_vocabulary, load_vocab) reads
+  # its bytes here.
+  counting("vocab", vocabulary, "_read_bytes")
+  return reads
+
+
+@pytest.mark.slow
+def test_a_run_resolves_its_start_and_reads_its_vocabulary_once(
+    tiny_run, no_accelerator, counted_reads, tmp_path):
+  """Built, checked and trained as `python -m cmlm train` does
+  (`build_config`, then `train.run`): `task.init_checkpoint` is resolved
+  once, for the start-run policy, the checks and the restore alike, and the
+  vocabulary file is read once, for its size, the checks and the data."""
+  from cmlm.training import train  # pylint: disable=g-import-not-at-top
+  source_dir, _ = tiny_run
+  vocab_file = cmlm_experiments.EMBEDDED_VOCAB
+  overrides = helpers.tiny_run_overrides(2)
+  overrides["task"]["init_checkpoint"] = source_dir
+  overrides["task"]["tokenization"]["vocab_file"] = vocab_file
+  built = run_config.build_config(
+      "cmlm/tiny", params_override=yaml.safe_dump(overrides))
+  assert built.init_checkpoint.run_dir == source_dir
+  result = train.run(built, str(tmp_path / "run"))
+  assert int(result.trainer.global_step.numpy()) == 2
+  assert counted_reads["resolved"] == [source_dir]
+  assert counted_reads["prefixes"] == [source_dir]
+  assert counted_reads["vocab"] == [vocab_file]
+
+
+def test_the_train_command_trains_the_config_with_what_it_read(
+    no_accelerator, counted_reads, monkeypatch):
+  """`python -m cmlm train` hands `train.run` the `BuiltConfig`, so the run
+  takes the vocabulary (and start) the config builder read."""
+  from cmlm.commands import train as train_command  # pylint: disable=g-import-not-at-top
+  from cmlm.training import train  # pylint: disable=g-import-not-at-top
+  given = []
+
+  def run(params, *args, **kwargs):
+    given.append(params)
+    raise SystemExit(0)
+  monkeypatch.setattr(train, "run", run)
+  with pytest.raises(SystemExit):
+    train_command.main(["--experiment=cmlm/tiny", "--model_dir=runs/x"])
+  (built,) = given
+  assert isinstance(built, run_config.BuiltConfig)
+  assert counted_reads["vocab"] == [built.vocab.path]
+
+
+def test_a_missing_start_checkpoint_is_one_line_when_the_run_is_checked(
+    no_accelerator, counted_reads, tmp_path):
+  """A `task.init_checkpoint` that names nothing lets the config be built
+  and stops the run's check with one line; it is looked for once, and the
+  vocabulary file read once (a fast check of what the slow test above
+  checks through a whole run)."""
+  missing = str(tmp_path / "no_run")
+  built = run_config.build_config("cmlm/tiny", params_override=(
+      f"task.init_checkpoint={missing}"))
+  assert built.init_checkpoint.prefix is None
+  with pytest.raises(FileNotFoundError) as raised:
+    prepared_run.prepare(built)
+  message = str(raised.value)
+  assert "\n" not in message
+  assert message.startswith(f"task.init_checkpoint={missing} does not exist")
+  assert counted_reads["resolved"] == [missing]
+  assert counted_reads["vocab"] == [built.vocab.path]
 
 
 def test_every_stage_takes_the_strategy(no_accelerator, capsys):
