@@ -47,6 +47,11 @@ REQUIRED_KEYS = {  # issue 10 item 3, and the rank measures beside top-1
     "retrieval_top10_trained", "retrieval_candidates"}
 
 
+# Slow: `python -m cmlm demo` twice in subprocesses (20 training steps,
+# export, every measure) and the garden's wheel built; the measures and their
+# intervals are checked in tests/evaluation/test_demo_measures.py and the
+# demo's directory and data checks below.
+@pytest.mark.slow
 def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path,
                                                          installed_garden):
   """`python -m cmlm demo` run for 20 steps: the export reloads and the last

@@ -48,6 +48,10 @@ def _info(model_dir):
     return json.load(f)
 
 
+# Slow: two real runs (4 steps, then resumed to 8) and two checkpoint loads.
+# The exporter's choice (one checkpoint, named by the best step, for either
+# comparison) and the settings' checks are the fast tests below.
+@pytest.mark.slow
 def test_the_kept_checkpoint_is_the_best_scored_one_and_loads(tmp_path):
   model_dir = str(tmp_path / "run")
   first = ScriptedScorer([0.1, 0.5])  # steps 2, 4
