@@ -19,6 +19,7 @@ EVERY = 2
 TOLERANCE = 0.001  # the issue's: our MiniLM export scores what ST scores
 
 
+@pytest.mark.slow
 def test_metadata_is_read_from_the_export_and_the_run(tiny):
   assert cmlm.mteb_model is mteb_encoder.mteb_model  # imported on first use
   assert "mteb_model" in dir(cmlm)

@@ -30,6 +30,7 @@ def test_cmlm_exposes_the_class_lazily():
   assert completed.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_every_model_kind_gives_the_trained_encoder_s_embeddings(tiny):
   expected = export_helpers.unit(tiny.in_memory_embeddings(SENTENCES))
   export_dir = tiny.result.export_dir

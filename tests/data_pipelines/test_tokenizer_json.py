@@ -33,6 +33,7 @@ def _first_difference(strings, ours, theirs, vocab):
   return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text_normalization", ["tf_text", "huggingface"])
 def test_tokenizer_json_gives_the_in_graph_ids_on_fuzzed_text(
     fuzzed, text_normalization, tmp_path):

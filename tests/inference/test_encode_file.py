@@ -39,6 +39,7 @@ def test_cli_reads_stdin_jsonl_and_writes_quantized_parquet(tiny, tmp_path):
   assert np.abs(got - expected.astype(int)).max() <= 1
 
 
+@pytest.mark.slow
 def test_csv_in_jsonl_out_with_calibration_from_a_file(tiny, tmp_path):
   source = tmp_path / "in.csv"
   source.write_text("id,sentence\n" + "".join(

@@ -41,6 +41,7 @@ def _one_step(strategy, features, initial_weights):
   return float(loss), [w.numpy() for w in model.trainable_weights]
 
 
+@pytest.mark.slow
 def test_mirrored_over_two_cpus_equals_one_device_for_the_same_global_batch(
     two_cpu_strategies):
   one_device, mirrored = two_cpu_strategies

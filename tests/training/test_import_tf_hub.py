@@ -155,6 +155,7 @@ def test_what_pools_the_sentence_vector_is_read_from_the_outputs():
   assert mask.sum(1).tolist() == [16, 10, 2]  # rows of three lengths
 
 
+@pytest.mark.slow
 def test_casing_and_normalization_are_read_from_the_preprocessor_s_tokens(
     tmp_path):
   """An uncased preprocessor with Hugging Face's normalization (an import

@@ -69,6 +69,7 @@ def test_unknown_normalization_is_refused(vocab_file):
     _tokenizer(vocab_file, "nfkc")
 
 
+@pytest.mark.slow
 def test_exported_preprocessor_tokenizes_as_training(vocab_file, tmp_path):
   sentences = ["The cat sat on the mat.", "Dogs ran FAST\u200b!"] + AWKWARD
   preprocessor_lib.save_preprocessor(

@@ -46,6 +46,7 @@ def run(runs, precision):
   return runs[precision]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bfloat16", "float16"])
 def test_mixed_precision_trains_as_float32_with_float32_losses_and_variables(
     precision, runs):

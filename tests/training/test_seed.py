@@ -1,6 +1,7 @@
 """`task.seed`: one seed fixes a run's initialisation, data order and masks,
 and gives two arms that differ in an objective the same start."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests import helpers
@@ -24,6 +25,7 @@ def _same(a, b):
   return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
+@pytest.mark.slow
 def test_one_seed_gives_every_arm_the_same_start_and_the_same_batches():
   cmlm_weights, cmlm_batch = _arm(5, condition=True)
   mlm_weights, mlm_batch = _arm(5, condition=False)

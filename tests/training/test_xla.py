@@ -32,6 +32,7 @@ def train_steps(enable_xla, steps=2):
   return trainer, logs
 
 
+@pytest.mark.slow
 def test_the_train_step_compiles_with_xla_and_trains_as_the_plain_step():
   plain, plain_logs = train_steps(enable_xla=False)
   compiled, compiled_logs = train_steps(enable_xla=True)

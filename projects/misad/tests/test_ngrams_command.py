@@ -17,6 +17,7 @@ def run_ngrams(*args):
                         timeout=120)
 
 
+@pytest.mark.slow
 def test_marks_a_corpus_with_progress_and_the_code_formula(tmp_path):
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("New York is big. I love New York. New York, New York!\n"
@@ -37,6 +38,7 @@ def test_marks_a_corpus_with_progress_and_the_code_formula(tmp_path):
   assert output.read_bytes() == first
 
 
+@pytest.mark.slow
 def test_user_errors_are_one_line_and_write_nothing(tmp_path):
   output = tmp_path / "marked.txt"
   result = run_ngrams(f"--input={tmp_path / 'missing'}",
