@@ -86,11 +86,17 @@ def demo_params(train_steps=None, seed=DEFAULT_SEED):
   params = exp_factory.get_exp_config("cmlm/demo")
   params.override({"task": {"seed": seed}})
   if train_steps:
+    # The warm-up stays within the run: Model Garden's linear warm-up climbs
+    # towards the decayed rate at its last step, which is 0 when the decay
+    # ends first, so a run shorter than its warm-up would not train.
+    warmup = params.trainer.optimizer_config.warmup.linear.warmup_steps
     params.override({"trainer": {
         "train_steps": train_steps,
         "checkpoint_interval": min(train_steps, 500),
-        "optimizer_config": {"learning_rate": {"polynomial": {
-            "decay_steps": train_steps}}}}})
+        "optimizer_config": {
+            "learning_rate": {"polynomial": {"decay_steps": train_steps}},
+            "warmup": {"linear": {"warmup_steps": min(
+                warmup, max(1, train_steps // 10))}}}}})
   return params
 
 
