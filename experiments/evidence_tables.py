@@ -227,11 +227,12 @@ def render_document(text: str, root: str = REPO_ROOT,
                     document_dir: str = "") -> str:
   """`text` with every marked table rendered from its files; `document_dir`
   is the page's folder (relative to the root), for the links."""
-  text = RESULTS.sub(lambda m: m.group(1) + render_results(
-      load(m.group(2), root)) + m.group(4), text)
-  return VERDICTS.sub(lambda m: m.group(1) + render_verdicts(
+  # Blank lines around each table: a Markdown table ends at a blank line.
+  text = RESULTS.sub(lambda m: m.group(1) + "\n" + render_results(
+      load(m.group(2), root)) + "\n" + m.group(4), text)
+  return VERDICTS.sub(lambda m: m.group(1) + "\n" + render_verdicts(
       [load(p, root) for p in m.group(2).split()], document_dir)
-                      + m.group(4), text)
+                      + "\n" + m.group(4), text)
 
 
 def stale_files(root: str = REPO_ROOT, documents=DOCUMENTS) -> List[str]:
