@@ -16,6 +16,12 @@ held-out pair, for the trained encoder against the same one untrained
 then exports the model (TF-Hub encoder + preprocessor, serving SavedModel),
 reloads it through `hub.KerasLayer`, and prints, last, one JSON line of the
 figures.
+
+Seeded end to end (`seed`, `task.seed`): the untrained encoder and the
+trained one start from the same weights, and training reads the same batches
+and masks, draws the same dropout masks; the held-out masks and the
+bootstrap resamples have their own fixed seeds. Two runs with one seed on
+one machine print the same figures (all but `train_minutes`).
 """
 import copy
 import json
@@ -47,18 +53,11 @@ from cmlm.training import train
 DEFAULT_MODEL_DIR = os.path.join("runs", "demo")
 NUM_QUERIES = 4
 NUM_NEIGHBOURS = 3
+DEFAULT_SEED = 0
 
 
-def main(model_dir=None, train_steps=None):
-  if train_steps is not None and train_steps < 1:
-    raise ValueError(f"--train_steps must be 1 or more, got {train_steps}.")
-  params = exp_factory.get_exp_config("cmlm/demo")
-  if train_steps:
-    params.override({"trainer": {
-        "train_steps": train_steps,
-        "checkpoint_interval": min(train_steps, 500),
-        "optimizer_config": {"learning_rate": {"polynomial": {
-            "decay_steps": train_steps}}}}})
+def main(model_dir=None, train_steps=None, seed=DEFAULT_SEED):
+  params = demo_params(train_steps, seed)
   check_embedded_data(params)
   # Everything the run reads is checked before anything is written or
   # measured; the strategy first (it must exist before any TensorFlow op).
@@ -67,17 +66,56 @@ def main(model_dir=None, train_steps=None):
   if not model_dir:
     model_dir = os.path.abspath(DEFAULT_MODEL_DIR)
     replace_default_model_dir(model_dir)
+  model, pairs, figures = train_and_measure(prepared, model_dir, strategy)
+  sentences = sorted({s1 for s1, _ in pairs})
+  print_neighbours(unit_embeddings(embedders.load_embedder(model_dir)),
+                   sentences)
+  print(f"\nCheckpoints and TensorBoard summaries: {model_dir}")
+
+  print("\n== TF-Hub export of the trained model")
+  print(exporter.export_and_reload(model_dir, model.encoder, sentences[:64]))
+  print(json.dumps(figures))
+
+
+def demo_params(train_steps=None, seed=DEFAULT_SEED):
+  """`cmlm/demo` with its seed, and `train_steps` (the decay follows)."""
+  if train_steps is not None and train_steps < 1:
+    raise ValueError(f"--train_steps must be 1 or more, got {train_steps}.")
+  if seed is None or seed < 0:
+    raise ValueError(f"--seed must be 0 or more, got {seed}.")
+  params = exp_factory.get_exp_config("cmlm/demo")
+  params.override({"task": {"seed": seed}})
+  if train_steps:
+    # The warm-up stays within the run: Model Garden's linear warm-up climbs
+    # towards the decayed rate at its last step, which is 0 when the decay
+    # ends first, so a run shorter than its warm-up would not train.
+    warmup = params.trainer.optimizer_config.warmup.linear.warmup_steps
+    params.override({"trainer": {
+        "train_steps": train_steps,
+        "checkpoint_interval": min(train_steps, 500),
+        "optimizer_config": {
+            "learning_rate": {"polynomial": {"decay_steps": train_steps}},
+            "warmup": {"linear": {"warmup_steps": min(
+                warmup, max(1, train_steps // 10))}}}}})
+  return params
+
+
+def train_and_measure(prepared, model_dir, strategy=None):
+  """Measures the untrained model, trains it into `model_dir`, measures it
+  again and prints the figures: (trained model, held-out pairs, the figures
+  of the demo's JSON line)."""
+  params = prepared.params
   steps = params.trainer.train_steps
   cmlm = params.task.objectives.cmlm
-  tokenization = params.task.tokenization
-  print(f"== CMLM demo: training cmlm/demo for {steps} steps on the embedded "
-        f"corpus ({cmlm.train_data.input_path}) into {model_dir}",
-        flush=True)
-
-  validation = cmlm.validation_data
+  print(f"== CMLM demo: training cmlm/demo for {steps} steps (seed "
+        f"{params.task.seed}) on the embedded corpus "
+        f"({cmlm.train_data.input_path}) into {model_dir}", flush=True)
   tokenizer = run_dir.build_tokenizer(params, vocab=prepared.vocab)
   pairs, features, sources = demo_measures.heldout_pairs(
-      validation, tokenization, prepared.vocab)
+      cmlm.validation_data, params.task.tokenization, prepared.vocab)
+  # The seed `train.run` sets again before it builds its model: the
+  # untrained encoder is the trained one's starting point.
+  train.seed_run(params.task)
   untrained = task_factory.get_task(params.task).build_model()
   before = measure(untrained, tokenizer, pairs, features, sources)
   bag_of_words = None
@@ -100,15 +138,8 @@ def main(model_dir=None, train_steps=None):
   mrr_gain = demo_measures.retrieval_gain(before["retrieval_ranks"],
                                           after["retrieval_ranks"])
   print_figures(before, after, bag_of_words, mrr_gain)
-  sentences = sorted({s1 for s1, _ in pairs})
-  print_neighbours(unit_embeddings(embedders.load_embedder(model_dir)),
-                   sentences)
-  print(f"\nCheckpoints and TensorBoard summaries: {model_dir}")
-
-  print("\n== TF-Hub export of the trained model")
-  print(exporter.export_and_reload(model_dir, model.encoder, sentences[:64]))
-  print(json.dumps(summary(before, after, bag_of_words, mrr_gain, steps,
-                           minutes)))
+  return model, pairs, summary(before, after, bag_of_words, mrr_gain, steps,
+                               minutes, params.task.seed)
 
 
 def print_figures(before, after, bag_of_words, mrr_gain):
@@ -161,7 +192,7 @@ def print_neighbours(embed, sentences):
       print(f"  {similarity[query, i]:.3f}  {_clip(sentences[i])}")
 
 
-def summary(before, after, bag_of_words, mrr_gain, steps, minutes):
+def summary(before, after, bag_of_words, mrr_gain, steps, minutes, seed):
   """The demo's last line: every figure, as one JSON object."""
   mean_pooled = lambda key: bag_of_words and bag_of_words[key]
   figures = {
@@ -186,7 +217,7 @@ def summary(before, after, bag_of_words, mrr_gain, steps, minutes):
       "retrieval_top1_untrained_mean_pooled": mean_pooled("retrieval_top1"),
       "retrieval_mrr_untrained_mean_pooled": mean_pooled("retrieval_mrr"),
       "stsb_dev_untrained_mean_pooled": mean_pooled("stsb_dev"),
-      "train_steps": steps, "train_minutes": round(minutes, 2)})
+      "train_steps": steps, "seed": seed, "train_minutes": round(minutes, 2)})
   return figures
 
 

@@ -5,6 +5,9 @@
 * The paired bootstrap (`bootstrap_draws`) and its percentile interval
   (`percentile_interval`): the evidence protocol's difference over seeds and
   examples, and the demo's gains over held-out pairs.
+* The t-interval over seeds of per-seed differences (`t_interval`): mean
+  +- t_{0.975, n-1} sd / sqrt(n), the interval the evidence protocol reads
+  its verdicts from (seeds are the unit of replication).
 * The evidence protocol's samples (one measure of one arm and seed) and
   their statistic, the sign test across seeds and the paired difference of
   two arms (`paired_difference`). A sample is a dict:
@@ -98,6 +101,29 @@ def percentile_interval(draws: np.ndarray,
   return float(low), float(high)
 
 
+def t_interval(differences: Sequence[float], confidence: float = 0.95
+               ) -> Dict[str, object]:
+  """The Student t confidence interval of the mean of per-seed differences.
+
+  mean +- t_{(1+confidence)/2, n-1} * sd / sqrt(n), sd the sample standard
+  deviation (ddof 1): each seed is one independent replication of the whole
+  run, so this is the interval of the difference a new seed would average
+  to. With 3 seeds t_{0.975, 2} = 4.303, so the interval is wide: that is
+  what 3 seeds can tell. Fewer than 2 seeds: no interval (None).
+  """
+  values = np.asarray([float(d) for d in differences], np.float64)
+  n = len(values)
+  if n < 2:
+    return {"mean": float(values.mean()) if n else float("nan"),
+            "interval": None, "confidence": confidence, "seeds": n,
+            "sd": None, "t": None}
+  mean, sd = float(values.mean()), float(values.std(ddof=1))
+  t = float(stats.t.ppf((1 + confidence) / 2, n - 1))
+  half = float(t * sd / np.sqrt(n))
+  return {"mean": mean, "interval": [mean - half, mean + half],
+          "confidence": confidence, "seeds": n, "sd": sd, "t": t}
+
+
 def sign_test(differences: Sequence[float]) -> Tuple[int, int, float]:
   """(seeds with a positive difference, seeds with a non-zero one, exact
   two-sided sign-test p)."""
@@ -168,8 +194,9 @@ def paired_difference(control: Sequence[Mapping], arm: Sequence[Mapping],
   `control[i]` and `arm[i]` are the same seed's samples of one measure, on
   the same evaluation examples. The bootstrap resamples seeds and, when the
   samples hold per-example values, examples (`bootstrap_draws`). Returns the
-  mean difference over seeds, its percentile interval, the per-seed
-  differences and the sign test.
+  per-seed differences, their mean, their t-interval over seeds
+  (`t_interval`, what a verdict reads), the example-level paired bootstrap
+  percentile interval beside it (`bootstrap_interval`) and the sign test.
   """
   if len(control) != len(arm) or not control:
     raise ValueError("paired_difference needs the same seeds, at least one, "
@@ -189,8 +216,11 @@ def paired_difference(control: Sequence[Mapping], arm: Sequence[Mapping],
   alpha = (1 - confidence) / 2
   low, high = percentile_interval(draws, (alpha, 1 - alpha), omit_nan=True)
   positive, nonzero, p = sign_test(per_seed)
+  over_seeds = t_interval(per_seed, confidence)
   return {"difference": float(np.mean(per_seed)),
-          "interval": [low, high], "confidence": confidence,
+          "t_interval": over_seeds["interval"], "t": over_seeds["t"],
+          "sd": over_seeds["sd"],
+          "bootstrap_interval": [low, high], "confidence": confidence,
           "per_seed": [float(d) for d in per_seed],
           "resampled": "seeds and examples" if examples else "seeds only",
           "sign_test": {"positive": positive, "nonzero": nonzero, "p": p}}

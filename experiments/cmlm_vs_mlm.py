@@ -23,10 +23,11 @@ principal component (uncentred) of that many English sentences of the
 corpus' training split removed from every embedding (section 5.2).
 
 The table gives each arm's mean ± std over seeds and CMLM's difference to
-MLM with its paired bootstrap 95% interval (seeds and examples) and the
-sign test; it is also written to `<work_dir>/cmlm_vs_mlm.json`. Each (arm,
-seed) is cached in `<work_dir>/<arm>/seed<S>/`, so `--arms` and `--seeds`
-split the work into short jobs and an interrupted run resumes.
+MLM with its 95% t-interval over seeds (the verdict's), the paired
+bootstrap 95% interval (seeds and examples) beside it and the sign
+test; it is also written to `<work_dir>/cmlm_vs_mlm.json`. Each (arm, seed)
+is cached in `<work_dir>/<arm>/seed<S>/`, so `--arms` and `--seeds` split
+the work into short jobs and an interrupted run resumes.
 
   python experiments/cmlm_vs_mlm.py [--steps=2000] [--batch_size=32]
       [--seeds=1,2,3] [--arms=MLM,CMLM] [--work_dir=runs/cmlm_vs_mlm]

@@ -11,13 +11,19 @@ An evidence script compares *arms* (ways to train the same encoder) over
     `check_equal_compute` refuses trained arms that differ by more than 2%;
   * evaluation on dev data no arm trained on (the script names it in each
     `Sample`'s measure; test sets stay untouched);
-  * for each measure and arm, the difference to the control with a paired
-    bootstrap 95% interval over seeds *and* evaluation examples (both arms
-    resampled with the same seeds and examples), and a sign test across
-    seeds (`compare`); a measure with no per-example values is resampled
-    over seeds only, which the table says;
+  * for each measure and arm, the per-seed differences to the control,
+    their mean and its 95% t-interval over seeds (mean +- t_{0.975,n-1}
+    sd / sqrt(n)); beside it, labelled as such, the paired bootstrap 95%
+    interval over seeds *and* evaluation examples (both arms resampled with
+    the same seeds and examples; over seeds only for a measure with no
+    per-example values), and a sign test across seeds (`compare`);
+  * the verdict is read from the t-interval (`verdict`): it excludes 0, the
+    arm is above or below the control; it holds 0, level, and at fewer
+    than 5 seeds the row is flagged "run at 5 seeds before a verdict"
+    (`needs_more_seeds`): the example-level bootstrap leaves out the
+    seed-to-seed spread a new run would see, so it is not the verdict;
   * one printed table (mean +- sample std over seeds, the difference to the
-    control with its interval) and a JSON file (`report`).
+    control with both intervals) and a JSON file (`report`).
 
 Per-(arm, seed) results are cached as JSON (`UnitStore`), so a script
 resumes, and runs arm x seed units in short jobs (`--arms`, `--seeds`).
@@ -38,6 +44,10 @@ from cmlm.data_pipelines.atomic_file import atomic_file
 from cmlm.evaluation import statistics
 
 MIN_SEEDS = 3
+# A claim whose t-interval holds 0 at fewer seeds than this is run at this
+# many before a verdict.
+VERDICT_SEEDS = 5
+MORE_SEEDS = f"run at {VERDICT_SEEDS} seeds before a verdict"
 COMPUTE_TOLERANCE = 0.02
 
 
@@ -159,21 +169,36 @@ def compare(results: Mapping[str, Mapping[int, Mapping[str, Mapping]]],
               [results[arm.name][s][measure] for s in paired],
               resamples, rng_seed=rng_seed)
           row["vs_control"]["seeds"] = paired
+          row["vs_control"]["verdict"] = verdict(row)
+          row["vs_control"]["flag"] = (MORE_SEEDS if needs_more_seeds(row)
+                                       else None)
       table[arm.name][measure] = row
   return table
 
 
 def verdict(row: Mapping) -> str:
-  """'above', 'below' or 'level' (the interval holds 0) for a compared row."""
-  low, high = row["vs_control"]["interval"]
+  """'above', 'below' or 'level' for a compared row, read from the 95%
+  t-interval over seeds of its per-seed differences: 'level' when the
+  interval holds 0 (or there is none: one seed)."""
+  interval = row["vs_control"]["t_interval"]
+  if interval is None:
+    return "level"
+  low, high = interval
   return "above" if low > 0 else "below" if high < 0 else "level"
+
+
+def needs_more_seeds(row: Mapping) -> bool:
+  """A level row at fewer than `VERDICT_SEEDS` seeds: run more first."""
+  return (verdict(row) == "level"
+          and len(row["vs_control"]["per_seed"]) < VERDICT_SEEDS)
 
 
 def format_table(comparison: Mapping, arms: Sequence[Arm],
                  measures: Sequence[str], digits: int = 2) -> str:
   """One Markdown table: mean +- std per arm and measure; for each arm but
-  the control, its difference to the control [95% interval] and the seeds
-  it is ahead on."""
+  the control, its mean difference to the control with the 95% t-interval
+  over seeds, the verdict it gives, the example-level bootstrap interval
+  beside it, the seeds it is ahead on, and the flag to run more seeds."""
   f = lambda x: "nan" if x is None or math.isnan(x) else f"{x:.{digits}f}"
   lines = ["| arm | compute | " + " | ".join(measures) + " |",
            "|---|---|" + "---|" * len(measures)]
@@ -193,11 +218,15 @@ def format_table(comparison: Mapping, arms: Sequence[Arm],
       if "vs_control" in row:
         d = row["vs_control"]
         sign = d["sign_test"]
-        star = "" if d["resampled"] != "seeds only" else " (seeds only)"
-        cell += (f"; Δ {d['difference']:+.{digits}f} "
-                 f"[{d['interval'][0]:+.{digits}f}, "
-                 f"{d['interval'][1]:+.{digits}f}]{star}, "
-                 f"{sign['positive']}/{len(d['per_seed'])} seeds up")
+        star = ("bootstrap" if d["resampled"] != "seeds only" else
+                "bootstrap over seeds only")
+        bracket = lambda i: ("[-]" if i is None else
+                             f"[{i[0]:+.{digits}f}, {i[1]:+.{digits}f}]")
+        cell += (f"; Δ {d['difference']:+.{digits}f}, t "
+                 f"{bracket(d['t_interval'])} {verdict(row)}; {star} "
+                 f"{bracket(d['bootstrap_interval'])}; "
+                 f"{sign['positive']}/{len(d['per_seed'])} seeds up"
+                 + (f"; {MORE_SEEDS}" if needs_more_seeds(row) else ""))
       cells.append(cell)
     name = arm.name + (" (control)" if arm.control else "")
     lines.append(f"| {name} | {compute} | " + " | ".join(cells) + " |")
@@ -294,9 +323,11 @@ def report(title: str, arms: Sequence[Arm], measures: Sequence[str],
   if len(seeds) < MIN_SEEDS:
     print(f"  (only {len(seeds)} seed(s) finished: the protocol asks for "
           f"{MIN_SEEDS}; intervals below are not the protocol's)")
-  print("mean ± sample std over seeds; Δ = arm minus control, paired "
-        "bootstrap 95% interval over seeds and examples; seeds up = sign "
-        "test's count.\n")
+  print("mean ± sample std over seeds; Δ = arm minus control (mean of the "
+        "per-seed differences); t = its 95% t-interval over seeds, which the "
+        "verdict (above / below / level) reads; bootstrap = the paired "
+        "bootstrap 95% interval over seeds and examples, beside it; seeds up "
+        "= sign test's count.\n")
   print(format_table(comparison, arms, measures, digits))
   output = {"title": title, "setup": dict(setup), "measures": list(measures),
             "arms": [{"name": a.name, "control": a.control,

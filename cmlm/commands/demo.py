@@ -4,7 +4,7 @@ bootstrap 95% interval), next-sequence retrieval and STS-B dev against the
 untrained encoder, show the nearest neighbours of a few held-out queries,
 export the model, and print the figures as one JSON line, last.
 
-    python -m cmlm demo [--model_dir=DIR] [--train_steps=N]
+    python -m cmlm demo [--model_dir=DIR] [--train_steps=N] [--seed=S]
 """
 from absl import flags
 
@@ -17,6 +17,9 @@ flags.DEFINE_string("model_dir", None, "Where the run goes (default "
                     flag_values=FLAGS)
 flags.DEFINE_integer("train_steps", None, "Training steps (default: "
                      "cmlm/demo's).", flag_values=FLAGS)
+flags.DEFINE_integer("seed", 0, "The run's one seed (initialisation, data "
+                     "order, masks, dropout): the same seed on one machine "
+                     "prints the same figures.", flag_values=FLAGS)
 
 
 def main(argv) -> None:
@@ -24,8 +27,11 @@ def main(argv) -> None:
   if FLAGS.train_steps is not None and FLAGS.train_steps < 1:
     raise ValueError(f"--train_steps must be 1 or more, got "
                      f"{FLAGS.train_steps}.")
+  if FLAGS.seed < 0:
+    raise ValueError(f"--seed must be 0 or more, got {FLAGS.seed}.")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import demo  # pylint: disable=g-import-not-at-top
   # SIGTERM or Ctrl-C while it trains: a checkpoint, one line, 143 or 130.
   with training_exits.training_exits("demo"):
-    demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps)
+    demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
+              seed=FLAGS.seed)

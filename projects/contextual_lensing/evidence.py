@@ -29,7 +29,8 @@ protocol (`experiments/evidence_protocol.py`).
      examples).
 
 Prints one table per core (mean ± std over seeds, each lens's difference
-to MeanPool with its paired bootstrap 95% interval over seeds and examples)
+to MeanPool with its 95% t-interval over seeds, which gives the verdict,
+and the paired bootstrap 95% interval over seeds and examples beside it)
 and writes `<work_dir>/<core>/lensing_evidence.json`; each (arm, seed) is
 cached, so `--cores`, `--arms` and `--seeds` split the work.
 

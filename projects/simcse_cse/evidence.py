@@ -26,7 +26,8 @@ start read through a trained run's config, so start and runs differ by
 the training only).
 
 Prints one table per start (mean ± std over seeds, each arm's difference
-to SimCSE with its paired bootstrap 95% interval over seeds and pairs) and
+to SimCSE with its 95% t-interval over seeds, which gives the verdict, and
+the paired bootstrap 95% interval over seeds and pairs beside it) and
 writes `<work_dir>/<start>/cse_evidence.json`; each (arm, seed) is cached in
 `<work_dir>/<start>/<arm>/seed<S>/`, so `--starts`, `--arms` and `--seeds`
 split the work.

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from cmlm import demo
@@ -14,6 +15,7 @@ from official.core import exp_factory
 from official.core import task_factory
 from tests import helpers
 from cmlm.modeling import embedder
+from cmlm.training import prepared_run
 from cmlm.training import run_dir
 
 
@@ -93,6 +95,46 @@ def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path,
               "heldout_pairs"):
     assert remeasured[key] == pytest.approx(summary[key], rel=1e-5), key
   assert helpers.files_under(installed_garden) == installed
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(demo_measures.STSB_DEV),
+                    reason="no STS-B dev file under ../shared")
+def test_the_demo_with_one_seed_gives_the_same_figures_twice(tmp_path,
+                                                             monkeypatch):
+  """The demo's path (untrained measures, training, trained measures) run
+  twice with one seed for a few steps: the same JSON figures but the
+  minutes, and training moved the held-out loss off the untrained one. To
+  keep it short it measures every 6th held-out pair and 60 STS-B dev pairs
+  (the measures themselves are tests/evaluation/test_demo_measures.py's)."""
+  heldout_pairs = demo_measures.heldout_pairs
+
+  def fewer_pairs(*args, **kwargs):
+    pairs, features, sources = heldout_pairs(*args, **kwargs)
+    keep = np.arange(0, len(pairs), 6)
+    return ([pairs[i] for i in keep],
+            {key: value[keep] for key, value in features.items()},
+            sources[keep])
+  stsb = tmp_path / "sts-dev.csv"
+  with open(demo_measures.STSB_DEV, encoding="utf-8") as f:
+    stsb.write_text("".join(f.readlines()[:60]), encoding="utf-8")
+  stsb_dev_spearman = demo_measures.stsb_dev_spearman
+  monkeypatch.setattr(demo_measures, "heldout_pairs", fewer_pairs)
+  monkeypatch.setattr(demo_measures, "stsb_dev_spearman",
+                      lambda embed: stsb_dev_spearman(embed, str(stsb)))
+  runs = []
+  for name in ("a", "b"):
+    prepared = prepared_run.prepare(demo.demo_params(train_steps=10, seed=3))
+    _, _, figures = demo.train_and_measure(prepared, str(tmp_path / name))
+    figures.pop("train_minutes")
+    runs.append(json.dumps(figures, sort_keys=True))
+  assert runs[0] == runs[1]
+  figures = json.loads(runs[0])
+  assert figures["seed"] == 3 and figures["train_steps"] == 10
+  assert (figures["heldout_mlm_loss_trained"]
+          < figures["heldout_mlm_loss_untrained"])
+  with pytest.raises(ValueError, match="--seed must be 0 or more"):
+    demo.demo_params(seed=-1)
 
 
 def test_the_demo_replaces_only_a_run_in_its_default_directory(tmp_path):

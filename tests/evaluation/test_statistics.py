@@ -1,6 +1,7 @@
-"""The garden's statistics: the paired bootstrap of the evidence protocol on
-synthetic arms whose difference is known (pairing, the interval, the sign
-test), the one Spearman and the bootstrap's two ways of drawing examples."""
+"""The garden's statistics: the t-interval over seeds against a hand
+computation, the paired bootstrap of the evidence protocol on synthetic arms
+whose difference is known (pairing, the interval, the sign test), the one
+Spearman and the bootstrap's two ways of drawing examples."""
 import numpy as np
 import pytest
 
@@ -23,7 +24,7 @@ def accuracy_arms(shift, seeds=3, examples=600, rng_seed=0):
 def test_a_known_difference_is_found_and_none_is_not():
   control, better = accuracy_arms(shift=0.1)
   found = statistics.paired_difference(control, better, resamples=1000)
-  low, high = found["interval"]
+  low, high = found["bootstrap_interval"]
   assert 0 < low <= found["difference"] <= high
   assert low < 10 < high  # the true difference, 10 points
   assert found["sign_test"]["positive"] == 3
@@ -32,7 +33,36 @@ def test_a_known_difference_is_found_and_none_is_not():
   same = [statistics.mean_sample(rng.uniform(size=600) < 0.5, scale=100)
           for _ in range(3)]
   none = statistics.paired_difference(control, same, resamples=1000)
-  assert none["interval"][0] < 0 < none["interval"][1]
+  assert none["bootstrap_interval"][0] < 0 < none["bootstrap_interval"][1]
+
+
+def test_the_t_interval_is_mean_plus_minus_t_sd_over_root_n():
+  # Per-seed differences 1, 2, 6: mean 3, sd sqrt(7); the t distribution's
+  # 0.975 quantiles with 2 and 4 degrees of freedom are 4.303 and 2.776.
+  found = statistics.t_interval([1.0, 2.0, 6.0])
+  assert found["t"] == pytest.approx(4.303, abs=1e-3)
+  assert found["mean"] == 3.0 and found["sd"] == pytest.approx(7 ** 0.5)
+  half = 4.302653 * 7 ** 0.5 / 3 ** 0.5
+  assert found["interval"] == pytest.approx([3 - half, 3 + half], abs=1e-5)
+  five = statistics.t_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+  assert five["t"] == pytest.approx(2.776, abs=1e-3)
+  half = 2.776445 * 2.5 ** 0.5 / 5 ** 0.5
+  assert five["interval"] == pytest.approx([3 - half, 3 + half], abs=1e-5)
+  assert statistics.t_interval([2.0])["interval"] is None
+
+
+def test_paired_difference_gives_the_t_interval_of_its_per_seed_differences():
+  control, better = accuracy_arms(shift=0.1)
+  found = statistics.paired_difference(control, better, resamples=200)
+  by_hand = statistics.t_interval(found["per_seed"])
+  assert found["t_interval"] == pytest.approx(by_hand["interval"])
+  low, high = found["t_interval"]
+  assert 0 < low < 10 < high  # the true difference, 10 points, found
+  rng = np.random.default_rng(1)
+  same = [statistics.mean_sample(rng.uniform(size=600) < 0.5, scale=100)
+          for _ in range(3)]
+  low, high = statistics.paired_difference(control, same, 200)["t_interval"]
+  assert low < 0 < high  # no difference: none found
 
 
 def test_spearman_samples_resample_pairs_together():
@@ -43,8 +73,8 @@ def test_spearman_samples_resample_pairs_together():
   control = [noisy(2.0) for _ in range(3)]
   better = [noisy(0.5) for _ in range(3)]
   level = [noisy(2.0) for _ in range(3)]
-  assert statistics.paired_difference(control, better, 500)["interval"][0] > 0
-  interval = statistics.paired_difference(control, level, 500)["interval"]
+  assert statistics.paired_difference(control, better, 500)["bootstrap_interval"][0] > 0
+  interval = statistics.paired_difference(control, level, 500)["bootstrap_interval"]
   assert interval[0] < 0 < interval[1]
 
 
@@ -53,11 +83,11 @@ def test_pairing_removes_the_seed_to_seed_spread():
   control = [statistics.scalar_sample(v) for v in (10.0, 50.0, 90.0)]
   arm = [statistics.scalar_sample(v + 1) for v in (10.0, 50.0, 90.0)]
   paired = statistics.paired_difference(control, arm, resamples=300)
-  assert paired["interval"] == pytest.approx([1.0, 1.0])
+  assert paired["bootstrap_interval"] == pytest.approx([1.0, 1.0])
   assert paired["resampled"] == "seeds only"
   # The same values unpaired (seed order shuffled) cannot tell.
   shuffled = statistics.paired_difference(control, arm[::-1], resamples=300)
-  assert shuffled["interval"][0] < 0 < shuffled["interval"][1]
+  assert shuffled["bootstrap_interval"][0] < 0 < shuffled["bootstrap_interval"][1]
 
 
 def test_samples_over_other_examples_are_refused():

@@ -43,8 +43,36 @@ def test_report_prints_one_table_and_writes_it_as_json(tmp_path, capsys):
                            resamples=200)
   printed = capsys.readouterr().out
   assert "| new | 0.0M tok (1.00x) |" in printed and "3/3 seeds up" in printed
+  assert "above" in printed and protocol.MORE_SEEDS not in printed
   saved = json.loads((tmp_path / "table.json").read_text())
   assert saved["comparison"] == json.loads(json.dumps(output["comparison"]))
   row = saved["comparison"]["new"]["acc"]
-  assert row["vs_control"]["interval"][0] > 0 and row["seeds"] == [1, 2, 3]
+  assert row["vs_control"]["bootstrap_interval"][0] > 0 and row["seeds"] == [1, 2, 3]
+  assert row["vs_control"]["t_interval"][0] > 0
   assert protocol.verdict(row) == "above"
+  assert row["vs_control"]["verdict"] == "above"
+  assert row["vs_control"]["flag"] is None
+
+
+def test_a_level_claim_at_3_seeds_is_flagged_to_run_at_5():
+  """Per-seed differences +1, -1, +3 (scalars): mean 1, sd 2, the
+  t-interval 1 -/+ 4.303 * 2 / sqrt(3) holds 0 -> level, flagged at 3
+  seeds; level at 5 seeds too, without the flag."""
+  arms = [protocol.Arm("base", None, control=True), protocol.Arm("new", None)]
+  differences = [1.0, -1.0, 3.0, 0.5, -0.5]
+  results = {"base": {}, "new": {}}
+  for seed, d in enumerate(differences, start=1):
+    results["base"][seed] = {"m": {"kind": "scalar", "value": 10.0 * seed}}
+    results["new"][seed] = {"m": {"kind": "scalar", "value": 10.0 * seed + d}}
+  three = {arm: dict(list(r.items())[:3]) for arm, r in results.items()}
+  row = protocol.compare(three, arms, ["m"], resamples=100)["new"]["m"]
+  low, high = row["vs_control"]["t_interval"]
+  half = 4.302653 * 2 / 3 ** 0.5
+  assert (low, high) == pytest.approx((1 - half, 1 + half))
+  assert row["vs_control"]["verdict"] == "level"
+  assert row["vs_control"]["flag"] == protocol.MORE_SEEDS
+  table = protocol.format_table({"new": {"m": row}}, arms, ["m"])
+  assert "level" in table and protocol.MORE_SEEDS in table
+  five = protocol.compare(results, arms, ["m"], resamples=100)["new"]["m"]
+  assert five["vs_control"]["verdict"] == "level"
+  assert five["vs_control"]["flag"] is None
