@@ -363,6 +363,8 @@ def main():
     reference = peer.encode(sentences, batch_size=32)
     scores = {name: quality(embed, sentences, gold, reference)
               for name, embed in paths.items()}
+    print("STS-B dev x 100, smallest cosine to st_torch: " + json.dumps(
+        scores), file=sys.stderr, flush=True)
     memory = {} if args.skip_load_memory else load_and_memory(
         [name for name in paths if not name.startswith("garden_onnx_fused")],
         work_dir, args.sentences, threads)
