@@ -20,7 +20,9 @@
   (the vocab_size set here); `python -m cmlm import` reads BERT-style
   (WordPiece) models only, so here a run starts from an imported BERT-style
   encoder such as mBERT (`task.init_checkpoint`, with that import's
-  vocab_file and vocab_size); data paths are given with --params_override.
+  vocab_file and vocab_size); data paths are given with --params_override,
+  mixup's other parallel corpus as
+  `task.objectives.xlco.train_data.mixup_partner_path` (section 3.3).
   Not run here (no such hardware); a config only.
 
 Every stage may start from an imported or trained encoder

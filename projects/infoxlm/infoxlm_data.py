@@ -11,7 +11,10 @@
     sides always hold masked tokens.
   * XLCo (3.3): the pair's two sides as separate encoder inputs
     (`source_*`, `target_*`, like bitext retrieval), or with `mixup` two
-    pairs joined: for each pair a random draw sends one side to the query
+    pairs joined, each training pair ⟨c1, c2⟩ with "a randomly sampled
+    translation pair from another parallel corpus" ⟨d1, d2⟩
+    (`mixup_partner_path`, never one of `input_path`'s corpora): for each
+    pair a random draw sends one side to the query
     sequence and the other to the key sequence, in a random order on each,
     so ⟨c1 d1, c2 d2⟩ and ⟨c1 d2, d1 c2⟩ both occur (the paper's two
     examples). The reference code (`xlco_dataset.py`) keeps the source sides
@@ -52,11 +55,15 @@ class InfoXlmDataConfig(BitextDataConfig):
     max_predictions_per_seq, masking_rate: MMLM and TLM masking (BERT's
       15%); TLM gives each side half of the predictions.
     mixup: XLCo's mixup contrast (two pairs per example).
+    mixup_partner_path: with `mixup`, the bitext spec of the other parallel
+      corpus (or corpora) the partner pair is drawn from (section 3.3);
+      required, and none of its corpora may be one of `input_path`'s.
   """
   sampling_exponent: float = 0.7
   max_predictions_per_seq: int = 20
   masking_rate: float = 0.15
   mixup: bool = False
+  mixup_partner_path: str = ""
 
 
 def validate_config(params: InfoXlmDataConfig,
@@ -83,11 +90,43 @@ def validate_config(params: InfoXlmDataConfig,
   if params.max_predictions_per_seq < 2:
     raise ValueError(f"{owner}.max_predictions_per_seq must be 2 or more, "
                      f"got {params.max_predictions_per_seq}.")
+  if params.mixup:
+    check_mixup_partner(params, owner)
   if monolingual:
     for part in params.input_path.split(","):
       if part.strip() and "=" not in part:
         raise ValueError(f"{owner}.input_path part {part.strip()!r} names no "
                          "language; write it as lang=path.")
+
+
+def _corpus_files(path_spec: str) -> List[List[str]]:
+  """The files of each comma-separated corpus of a bitext spec (a TSV,
+  a glob, or `source|target`), as real paths."""
+  corpora = []
+  for part in (p.strip() for p in path_spec.split(",") if p.strip()):
+    names = ([s.strip() for s in part.split("|", 1)] if "|" in part else
+             bitext.expand_files(part))
+    corpora.append([os.path.realpath(name) for name in names])
+  return corpora
+
+
+def check_mixup_partner(params: InfoXlmDataConfig, owner: str) -> None:
+  """Mixup's partner corpus is given, exists and is not a training corpus."""
+  if not params.mixup_partner_path:
+    raise ValueError(f"{owner}.mixup_partner_path is empty; mixup needs "
+                     "another parallel corpus to draw the partner pair "
+                     "from (a bitext spec).")
+  training = {path for files in _corpus_files(params.input_path)
+              for path in files}
+  for files in _corpus_files(params.mixup_partner_path):
+    for path in files:
+      if not os.path.isfile(path):
+        raise ValueError(f"{owner}.mixup_partner_path names {path}, which "
+                         "is not a file.")
+      if path in training:
+        raise ValueError(f"{owner}.mixup_partner_path names {path}, a "
+                         "corpus of input_path; the partner pair comes "
+                         "from another parallel corpus.")
 
 
 def sampling_probabilities(sizes: Sequence[int], exponent: float
@@ -123,11 +162,14 @@ def read_monolingual(input_path: str) -> Dict[str, List[str]]:
   return texts
 
 
-def read_corpora(params: InfoXlmDataConfig) -> List[List[tuple]]:
-  """The translation pairs of each comma-separated corpus of input_path."""
+def read_corpora(params: InfoXlmDataConfig, path_spec: Optional[str] = None
+                 ) -> List[List[tuple]]:
+  """The translation pairs of each comma-separated corpus of `path_spec`
+  (default: input_path)."""
+  path_spec = params.input_path if path_spec is None else path_spec
   return [bitext.read_bitext(part.strip(), params.source_column,
                              params.target_column, params.header)
-          for part in params.input_path.split(",") if part.strip()]
+          for part in path_spec.split(",") if part.strip()]
 
 
 def _sampled(sources: List[tf.data.Dataset], sizes: List[int],
@@ -254,8 +296,8 @@ def build_mmlm_dataset(params: InfoXlmDataConfig,
       encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def _pair_stream(params, input_context) -> tf.data.Dataset:
-  corpora = read_corpora(params)
+def _pair_stream(params, input_context, path_spec=None) -> tf.data.Dataset:
+  corpora = read_corpora(params, path_spec)
   sources = [tf.data.Dataset.from_tensor_slices(
       ([s for s, _ in pairs], [t for _, t in pairs])) for pairs in corpora]
   return _sampled(sources, [len(pairs) for pairs in corpora], params,
@@ -284,12 +326,13 @@ def build_tlm_dataset(params: InfoXlmDataConfig,
       encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def _mixup_sides(pairs, seed, params):
+def _mixup_sides(pairs, partners, seed, params):
   """Two pairs per example -> (query texts, key texts) as two segments each
-  (see the module doc). `pairs`: (sources [2b], targets [2b])."""
-  source, target = pairs
-  c1, c2 = source[0::2], target[0::2]  # [b]
-  d1, d2 = source[1::2], target[1::2]
+  (see the module doc). `pairs`: the training pairs (sources [b], targets
+  [b]); `partners`: the other corpus' pairs, the same shapes."""
+  c1, c2 = pairs  # [b]
+  # [b]: a last, partial batch (not training) takes as many partners.
+  d1, d2 = (side[:tf.shape(c1)[0]] for side in partners)
   shape = tf.shape(c1)
   if params.seed is None:
     bits = tf.random.uniform([4, shape[0]], maxval=2, dtype=tf.int32) > 0
@@ -314,17 +357,27 @@ def build_xlco_dataset(params: InfoXlmDataConfig,
                        vocab: Optional[vocabulary.VocabularyFile] = None
                        ) -> tf.data.Dataset:
   """`source_*` / `target_*` encoder inputs of translation pairs (mixup:
-  two pairs each, see the module doc)."""
+  each with a partner pair of `mixup_partner_path`, see the module doc)."""
   batch_size = _batch_size(params, input_context)
-  pairs_per_example = 2 if params.mixup else 1
-  dataset = _pair_stream(params, input_context).batch(
-      pairs_per_example * batch_size,
-      drop_remainder=params.is_training or params.drop_remainder)
+  drop = params.is_training or params.drop_remainder
+  dataset = _pair_stream(params, input_context).batch(batch_size,
+                                                      drop_remainder=drop)
+  if params.mixup:
+    check_mixup_partner(params, "mixup")
+    # The partner corpus is drawn on its own, with its own shuffle seed.
+    partner_params = (params if params.seed is None else
+                      params.replace(seed=params.seed + 1))
+    partners = _pair_stream(partner_params, input_context,
+                            params.mixup_partner_path).batch(
+                                batch_size, drop_remainder=drop)
+    if not params.is_training:
+      partners = partners.repeat()
+    dataset = tf.data.Dataset.zip((dataset, partners))
   tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
 
   def encode(pair, seed):
     if params.mixup:
-      query, key = _mixup_sides(pair, seed, params)
+      query, key = _mixup_sides(pair[0], pair[1], seed, params)
       sides = {"source": pack_pair(tokenizer, tokenizer.tokenize(query[0]),
                                    tokenizer.tokenize(query[1]),
                                    same_segment=True),

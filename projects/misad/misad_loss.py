@@ -20,8 +20,11 @@ it is 1/dim, not 0). So:
   * "none": the raw vectors, MSE(E^w + E^R, E^S).
 
 The MSE is the mean over the batch and the dimensions (PyTorch's
-`MSELoss()`), in float32.
+`MSELoss()`), in float32. `collapse_cosines` measures how near trained
+vectors are to the loss's collapsed point (E^w = E^R = E^S), which also
+scores 0.
 """
+import numpy as np
 import tensorflow as tf
 
 NORMALIZATIONS = ("unit", "unit_renormalized_sum", "none")
@@ -59,3 +62,37 @@ def misad_loss(ngram_embedding, rest_embedding, sentence_embedding,
   weights = tf.cast(weights, tf.float32)
   return tf.math.divide_no_nan(tf.reduce_sum(per_example * weights),
                                tf.reduce_sum(weights))
+
+
+def collapse_cosines(ngram_embedding, rest_embedding, sentence_embedding
+                     ) -> dict:
+  """How close E^w, E^R, E^S are to the loss's collapsed point.
+
+  The loss is also 0 when E^w = E^R = E^S for every sentence (and, taken
+  further, when every sentence has the same vector): a minimum that learns
+  nothing. Two means of cosines tell the two apart from a useful minimum:
+
+    * "within": per sentence, the mean of the 3 pairwise cosines of E^w,
+      E^R and E^S, averaged over sentences (1 when the three are one
+      direction);
+    * "across": the mean cosine of E^S between distinct sentences (1 when
+      every sentence has one vector).
+
+  Args: `[n, dim]` arrays (numpy or tensors) of n >= 2 sentences.
+  Returns: {"within": float, "across": float}.
+  """
+  vectors = [np.asarray(v, np.float64) for v in
+             (ngram_embedding, rest_embedding, sentence_embedding)]
+  if vectors[0].ndim != 2 or len(vectors[0]) < 2 or any(
+      v.shape != vectors[0].shape for v in vectors):
+    raise ValueError("collapse_cosines needs three [n, dim] arrays of the "
+                     f"same shape, n >= 2; got {[v.shape for v in vectors]}.")
+  ngram, rest, sentence = (
+      v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+      for v in vectors)
+  within = np.mean([np.sum(a * b, axis=-1) for a, b in
+                    ((ngram, rest), (ngram, sentence), (rest, sentence))])
+  n = len(sentence)
+  gram = sentence @ sentence.T  # [n, n]
+  across = (gram.sum() - np.trace(gram)) / (n * (n - 1))
+  return {"within": float(within), "across": float(across)}

@@ -13,11 +13,13 @@ from tests.data_pipelines import data_helpers
 WORDS = data_helpers.WORDS[4:]  # the, a, cat, dog, ...
 
 
-def write_bitext(directory, num_pairs=64, seed=0, name="pairs.tsv"):
-  """`num_pairs` distinct "translation" rows `source<TAB>target`."""
+def write_bitext(directory, num_pairs=64, seed=0, name="pairs.tsv",
+                 first_number=0):
+  """`num_pairs` distinct "translation" rows `source<TAB>target`, numbered
+  from `first_number` (both sides hold the pair's digits)."""
   rng = np.random.default_rng(seed)
   rows = []
-  for index in range(num_pairs):
+  for index in range(first_number, first_number + num_pairs):
     words = list(rng.choice(WORDS, size=rng.integers(2, 6)))
     number = " ".join(str(index))
     rows.append(f"{' '.join(words)} {number}\t{number} "

@@ -26,4 +26,25 @@ def test_arms_share_one_start_and_equal_encoder_compute():
       steps=10, batches=evidence.arm_settings("TLM+MMLM", args)[0], seed=3,
       queue_size=64)
   assert control.task.objectives.xlco.weight == 0  # left out
+  assert not control.task.objectives.xlco.train_data.mixup
   assert control.task.objectives.mmlm.train_data.global_batch_size == 32
+
+
+def test_xlco_arms_mix_with_another_corpus_and_one_contrasts_a_middle_layer():
+  args = evidence.parse_args([])
+  assert args.mixup_partner == "debian_reference"
+  arms = {arm.name: arm for arm in evidence.arms(args)}
+  assert set(evidence.DEFAULT_ARMS) == set(arms)
+  batches, xlco = evidence.arm_settings(evidence.INTERMEDIATE, args)
+  assert (xlco["layer"], xlco["pooling"]) == (1, "cls")
+  assert arms[evidence.INTERMEDIATE].compute == arms["+XLCo"].compute
+  params = evidence.infoxlm_params(
+      {"eng": "e.txt"}, "pairs.tsv", evidence.multilingual_evidence.__file__,
+      steps=10, batches=batches, seed=3, queue_size=64,
+      partner_path="partner.tsv", **xlco)
+  data = params.task.objectives.xlco.train_data
+  assert data.mixup and data.mixup_partner_path == "partner.tsv"
+  other = evidence.parse_args(["--intermediate_layer=2",
+                               "--intermediate_pooling=mean"])
+  assert evidence.arm_settings(evidence.INTERMEDIATE, other)[1][
+      "layer"] == 2

@@ -92,7 +92,11 @@ def test_mixup_joins_two_pairs_with_each_translation_on_the_other_side(
     tmp_path):
   config = _tokenization(tmp_path)
   path = infoxlm_helpers.write_bitext(tmp_path, num_pairs=40)
-  dataset = infoxlm_data.build_xlco_dataset(_data(path, mixup=True), config)
+  partner = infoxlm_helpers.write_bitext(tmp_path, num_pairs=40, seed=1,
+                                         name="partner.tsv",
+                                         first_number=500)
+  dataset = infoxlm_data.build_xlco_dataset(
+      _data(path, mixup=True, mixup_partner_path=partner), config)
   vocab = data_helpers.TINY_VOCAB
   orders = set()
   for batch in dataset.take(4):
@@ -102,9 +106,26 @@ def test_mixup_joins_two_pairs_with_each_translation_on_the_other_side(
                     for side in ("source", "target"))
       # The key holds the translations of the query's two sentences.
       assert len(query) == 2 and sorted(query) == sorted(key)
-      assert query[0] != query[1]
+      # Section 3.3: one training pair and "a randomly sampled translation
+      # pair from another parallel corpus" (numbered from 500), never two
+      # pairs of the training stream.
+      assert sorted(int(n) >= 500 for n in query) == [False, True]
       orders.add(query == key)
   assert orders == {True, False}  # the two orders are drawn independently
+
+
+@pytest.mark.parametrize("partner, message", [
+    ("", "mixup_partner_path is empty"),
+    ("same", "a corpus of input_path"),
+    ("missing", "is not a file")])
+def test_mixup_partner_must_be_another_corpus(tmp_path, partner, message):
+  path = infoxlm_helpers.write_bitext(tmp_path, num_pairs=40)
+  partner = {"same": path, "missing": str(tmp_path / "none.tsv")}.get(
+      partner, partner)
+  with pytest.raises(ValueError, match=message):
+    infoxlm_data.validate_config(
+        _data(path, mixup=True, mixup_partner_path=partner),
+        _tokenization(tmp_path), "xlco.train_data")
 
 
 def _pair_numbers(ids, vocab):

@@ -94,3 +94,30 @@ def test_default_does_not_pull_the_ngram_and_its_rest_apart():
           ngram + rest), normalization)
     gradient = tape.gradient(loss, rest).numpy()
     assert (np.abs(gradient).max() > 1e-4) == moves, normalization
+
+
+def test_collapse_cosines_are_one_at_the_collapsed_point_and_lower_off_it():
+  rng = np.random.default_rng(0)
+  one = np.tile(rng.normal(size=(1, 16)), (6, 1))  # every vector the same
+  # The collapsed point: E^w = E^R = E^S, one vector for all sentences.
+  collapsed = misad_loss.collapse_cosines(one, 2 * one, one)
+  assert collapsed["within"] == pytest.approx(1.0)
+  assert collapsed["across"] == pytest.approx(1.0)
+  # Distinct random vectors: both near 0, far below 1.
+  ngram, rest, sentence = rng.normal(size=(3, 6, 16))
+  apart = misad_loss.collapse_cosines(ngram, rest, sentence)
+  assert abs(apart["within"]) < 0.3 and abs(apart["across"]) < 0.3
+  # The loss's useful minimum: E^S along E^w + E^R, sentences distinct:
+  # "within" is high but below 1, "across" stays low.
+  unit = lambda v: v / np.linalg.norm(v, axis=-1, keepdims=True)
+  sentence = unit(ngram) + unit(rest)
+  assert misad_loss.misad_loss(ngram, rest, sentence).numpy() < 1e-6
+  useful = misad_loss.collapse_cosines(ngram, rest, sentence)
+  assert 0.3 < useful["within"] < 0.9
+  assert abs(useful["across"]) < 0.3
+
+
+def test_collapse_cosines_refuses_mismatched_shapes():
+  with pytest.raises(ValueError, match="same shape"):
+    misad_loss.collapse_cosines(np.ones((3, 4)), np.ones((3, 4)),
+                                np.ones((2, 4)))
