@@ -35,7 +35,9 @@ Every arm (and the start) is scored on the dev half of Tatoeba (the first
 left untouched as the test): top-1 %, ties at their mean place.
 
 Prints one table (mean ± std over seeds, each arm's difference to the
-control with its paired bootstrap 95% interval) and writes
+control with its 95% t-interval over seeds, which gives the verdict, and
+the paired bootstrap 95% interval over seeds and examples beside it) and
+writes
 `<work_dir>/infoxlm_evidence.json`; each (arm, seed) is cached in
 `<work_dir>/<arm>/seed<S>/`, so `--arms` / `--seeds` split the work.
 

@@ -34,8 +34,10 @@ text, under the evidence protocol (`experiments/evidence_protocol.py`).
      E^S across sentences ("across"); stored in the unit's `diagnostics`
      and printed under the table.
 
-Prints one table (mean ± std over seeds, MiSAD's difference to MLM with
-its paired bootstrap 95% interval over seeds and questions) and writes
+Prints one table (mean ± std over seeds, each arm's difference to MLM
+with its 95% t-interval over seeds, which gives the verdict, and the
+paired bootstrap 95% interval over seeds and questions beside it) and
+writes
 `<work_dir>/misad_evidence.json`; each (arm, seed) is cached in
 `<work_dir>/<arm>/seed<S>/`, so `--arms` / `--seeds` split the work.
 
