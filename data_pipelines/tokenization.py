@@ -22,10 +22,11 @@ from typing import Dict, Optional
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from cmlm.data_pipelines import plain_tokenizer
 from cmlm.data_pipelines import vocabulary
 from official.modeling.hyperparams import base_config
 
-TEXT_NORMALIZATIONS = ('tf_text', 'huggingface')
+TEXT_NORMALIZATIONS = plain_tokenizer.TEXT_NORMALIZATIONS
 # A batch of UTF-8 sentences, the input of every text-taking signature.
 STRING_BATCH = tf.TensorSpec([None], tf.string, name='sentences')
 
@@ -163,13 +164,7 @@ class WordPieceTokenizer(tf.Module):
     read here when not given. (The lookup table's TF op reads the file
     itself when the table is initialised.)"""
     super().__init__(name=name)
-    if text_normalization not in TEXT_NORMALIZATIONS:
-      raise ValueError(f'text_normalization must be one of '
-                       f'{", ".join(TEXT_NORMALIZATIONS)}, got '
-                       f'{text_normalization!r}.')
-    if seq_length < 3:
-      raise ValueError(f'seq_length={seq_length} leaves no room for a token '
-                       'between [CLS] and [SEP]; use 3 or more.')
+    plain_tokenizer.check_settings(seq_length, text_normalization)
     vocab = vocabulary.read_vocabulary(vocab_file, vocab)
     ids = vocabulary.special_token_ids(vocab.tokens)
     self.vocab_size = len(vocab.tokens)
