@@ -11,6 +11,10 @@ garden's writers treat as any failure: what they were writing is removed
 and exits with 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 Python runs a signal handler only between two lines of Python, so a stop
 waits for the TensorFlow call in progress (a training step, a batch).
+TensorFlow's C++ sometimes prints the interrupted call's traceback itself
+(a `SystemError` from `nest.flatten`); from the stop until the command's
+line, file descriptor 2 goes to /dev/null so that the one line is all the
+user sees (`CMLM_DEBUG=1` keeps it).
 
 A second Ctrl-C ends the process at once, with status 130, even inside a
 long TensorFlow call: `watch_for_second_interrupt` has Python's C-level
@@ -36,6 +40,7 @@ NAMES = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT (Ctrl-C)"}
 
 _received = []  # the stop signals this process has handled, in order
 _watching = []  # [True] once the second-Ctrl-C watcher runs
+_saved_stderr = []  # fd 2's duplicate while a stop has silenced it
 
 
 class Interrupted(BaseException):
@@ -76,6 +81,7 @@ def raising_interrupted() -> Iterator[None]:
   def handle(signum, frame):
     del frame
     if note(signum):
+      silence_stderr()
       raise Interrupted(signum)
   previous = {number: signal.signal(number, handle)
               for number in STOP_SIGNALS}
@@ -84,6 +90,31 @@ def raising_interrupted() -> Iterator[None]:
   finally:
     for number, handler in previous.items():
       signal.signal(number, handler)
+    restore_stderr()
+
+
+def silence_stderr() -> None:
+  """Sends file descriptor 2 to /dev/null until `restore_stderr` (not with
+  CMLM_DEBUG set): what C++ prints while a stop unwinds is not the user's
+  business."""
+  if _saved_stderr or os.environ.get("CMLM_DEBUG"):
+    return
+  try:
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+  except OSError:
+    return
+  os.dup2(devnull, 2)
+  os.close(devnull)
+  _saved_stderr.append(saved)
+
+
+def restore_stderr() -> None:
+  """Gives file descriptor 2 back after `silence_stderr`."""
+  if _saved_stderr:
+    saved = _saved_stderr.pop()
+    os.dup2(saved, 2)
+    os.close(saved)
 
 
 def watching() -> bool:
@@ -120,6 +151,7 @@ def watch_for_second_interrupt(label: str) -> None:
 
 def _exit_at_once(label: str) -> None:
   atomic_file.remove_in_progress()
+  restore_stderr()
   os.write(2, f"{label}: stopped at once by a second Ctrl-C; the files it "
               "was writing were removed (a checkpoint being saved is "
               "removed when the run starts again; the last complete one is "

@@ -232,3 +232,42 @@ def test_a_second_ctrl_c_ends_the_process_at_once_removing_its_temporaries(
   assert errors.strip().startswith("cmlm test: stopped at once by a second "
                                    "Ctrl-C")
   assert os.listdir(tmp_path) == []
+
+
+STOP_WHILE_CPP_PRINTS = """
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from cmlm.training import stop_signals
+try:
+  with stop_signals.raising_interrupted():
+    try:
+      os.kill(os.getpid(), signal.SIGINT)
+      os.write(2, b"before the handler\\n")  # the handler raises here
+    except stop_signals.Interrupted:
+      # What TensorFlow's C++ prints when the stop lands inside its call
+      # (the interrupted call's traceback), as it unwinds.
+      os.write(2, b"Traceback (most recent call last): SystemError\\n")
+      raise
+except stop_signals.Interrupted as stopped:
+  print("cmlm test: " + str(stopped), file=sys.stderr)
+  sys.exit(stop_signals.exit_status(stopped.signum))
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_after_a_stop_the_command_s_line_is_all_stderr_shows(debug):
+  """From the stop signal to the command's line, file descriptor 2 is
+  silenced (C++ tracebacks of the interrupted call), then given back;
+  CMLM_DEBUG=1 keeps everything."""
+  env = dict(os.environ)
+  env.pop("CMLM_DEBUG", None)
+  if debug:
+    env["CMLM_DEBUG"] = "1"
+  result = subprocess.run(
+      [sys.executable, "-c", STOP_WHILE_CPP_PRINTS.format(repo=REPO)],
+      env=env, capture_output=True, text=True, timeout=60)
+  assert result.returncode == 130
+  lines = result.stderr.strip().splitlines()
+  assert lines[-1] == ("cmlm test: stopped by SIGINT (Ctrl-C); what it was "
+                       "writing was removed.")
+  assert ("Traceback (most recent call last): SystemError" in lines) == debug
