@@ -15,7 +15,8 @@ name is measured twice) and gives each task's result in the report's form:
     headline      MTEB's name of it (`cosine_spearman`, `accuracy`, ...)
     evaluated_on  "MTEB <splits>"
     mteb          MTEB's own record: `scores` (per split and subset, its
-                  units), `dataset` (Hub path and revision), `mteb_version`
+                  units), `type` (the task's MTEB type: STS, ...),
+                  `dataset` (Hub path and revision), `mteb_version`
 
 mteb is not a dependency of the garden: `pip install mteb` (the tests run
 `mteb==2.26.*`, requirements-test.txt).
@@ -91,7 +92,7 @@ def evaluate(model, tasks: Sequence, batch_size: int = 256,
         metadata.main_score: score, "main_score": score,
         "headline": metadata.main_score, "paper": PAPER,
         "evaluated_on": "MTEB " + ", ".join(task_result.scores),
-        "mteb": {"scores": task_result.scores,
+        "mteb": {"scores": task_result.scores, "type": metadata.type,
                  "dataset": dict(metadata.dataset),
                  "mteb_version": task_result.mteb_version}}
   return results

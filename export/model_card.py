@@ -100,6 +100,23 @@ def _scores(facts: CardFacts) -> List[Tuple[str, str, Optional[float], str]]:
   return rows
 
 
+def _mteb_result(name: str, metric: str, score: float, record: dict) -> dict:
+  """An MTEB task's model-index entry as MTEB's own cards write it: the
+  task's MTEB type (`STS`, `Classification`, ...), the dataset's Hub path
+  and revision, "MTEB <task>" as its name, and the split scored."""
+  dataset = record.get("dataset") or {}
+  entry = {"type": dataset.get("path", name), "name": f"MTEB {name}",
+           "config": "default"}
+  splits = list(record.get("scores") or {})
+  if len(splits) == 1:
+    entry["split"] = splits[0]
+  if dataset.get("revision"):
+    entry["revision"] = dataset["revision"]
+  return {"task": {"type": record.get("type") or "feature-extraction"},
+          "dataset": entry,
+          "metrics": [{"type": metric, "value": round(score, 2)}]}
+
+
 TF_HUB_TAGS = ("sentence-embeddings", "sentence-similarity",
                "feature-extraction", "text-embedding", "tensorflow",
                "tensorflow-hub", "saved_model")
@@ -131,6 +148,10 @@ def front_matter(facts: CardFacts, library_name: str = "tf-keras",
   results = []
   for name, metric, score, paper in _scores(facts):
     if score is None:
+      continue
+    mteb_record = facts.eval_report["tasks"][name].get("mteb")
+    if mteb_record:
+      results.append(_mteb_result(name, metric, score, mteb_record))
       continue
     task_type, task_name = _EVAL_TASKS.get(
         name, _STS if name.startswith("sts") else ("feature-extraction", name))

@@ -82,6 +82,7 @@ def test_mteb_tasks_are_scored_beside_the_file_tasks(tiny, local_mteb_task,
   recorded = theirs["mteb"]["scores"][mteb_tasks.SPLIT][0]["main_score"]
   assert theirs["main_score"] == pytest.approx(100 * recorded)
   assert theirs["mteb"]["mteb_version"] == mteb.__version__
+  assert theirs["mteb"]["type"] == "STS"  # the model card's task type
   # MTEB's cosine Spearman of the same pairs, embedded by the same model
   # (loaded once), is the garden's own STS figure.
   assert ours["num_pairs"] == len(pairs)

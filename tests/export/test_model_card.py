@@ -119,7 +119,17 @@ def eval_report_dir(tiny, tmp_path_factory):
                           "main_score": 61.234, "paper": "table 2",
                           "data": {"files": [str(directory / "sts.csv")]}},
                 "mr": {"headline": "accuracy", "accuracy": 70.5,
-                       "main_score": 70.5, "paper": "table 1"}}}
+                       "main_score": 70.5, "paper": "table 1"},
+                # As evaluation/mteb_tasks.py records an MTEB task.
+                "STSBenchmark": {
+                    "headline": "cosine_spearman", "cosine_spearman": 81.456,
+                    "main_score": 81.456, "paper": "",
+                    "evaluated_on": "MTEB test",
+                    "mteb": {"scores": {"test": [{"main_score": 0.81456}]},
+                             "type": "STS",
+                             "dataset": {"path": "mteb/stsbenchmark-sts",
+                                         "revision": "b0fddb56ed78"},
+                             "mteb_version": "2.26.0"}}}}
   (directory / "report.json").write_text(json.dumps(report))
   return directory
 
@@ -214,6 +224,14 @@ def test_card_shows_the_run_s_eval_report(tiny, eval_report_dir):
   assert results["sts-b"]["metrics"][0]["type"] == "spearman"
   assert results["sts-b"]["metrics"][0]["value"] == 61.23
   assert results["mr"]["task"]["type"] == "text-classification"
+  # An MTEB task as MTEB's own cards name it: its type, the dataset's Hub
+  # path, revision and split.
+  assert results["mteb/stsbenchmark-sts"] == {
+      "task": {"type": "STS"},
+      "dataset": {"type": "mteb/stsbenchmark-sts", "name": "MTEB STSBenchmark",
+                  "config": "default", "split": "test",
+                  "revision": "b0fddb56ed78"},
+      "metrics": [{"type": "cosine_spearman", "value": 81.46}]}
   with pytest.raises(FileNotFoundError, match="--eval_report=.* is not a "
                      "report.json"):
     run_record.read_run(tiny.model_dir,
