@@ -52,7 +52,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every page whose tables are rendered from results files.
 DOCUMENTS = ("docs/cmlm_results.md", "docs/evidence.md",
              "projects/simcse_cse/README.md",
-             "projects/contextual_lensing/README.md")
+             "projects/contextual_lensing/README.md",
+             "projects/infoxlm/README.md", "projects/misad/README.md")
 RESULTS = re.compile(r"(<!-- results:(\S+) -->\n)(.*?)(<!-- /results -->)",
                      re.S)
 VERDICTS = re.compile(r"(<!-- verdicts:([^>]+?) -->\n)(.*?)(<!-- /verdicts -->)",
