@@ -146,6 +146,7 @@ def main(argv):
   try:
     with stop_signals.raising_interrupted():
       module.main(argv[2:])
+      stop_signals.raise_if_stopped()  # a stop a library swallowed
   except Exception as error:  # pylint: disable=broad-except
     signum = stop_signals.first_signal()
     if signum is not None and not os.environ.get("CMLM_DEBUG"):

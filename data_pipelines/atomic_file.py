@@ -14,13 +14,17 @@ import os
 import re
 import shutil
 import socket
-from typing import Iterator, List, Set
+from typing import Callable, Iterator, List, Set
 
 # The temporary files and directories this process is writing now (its
 # atomic files here, its atomic directories in `training/atomic.py`): what a
 # process stopped at once (a second Ctrl-C, `training.stop_signals`)
 # removes before it exits.
 _IN_PROGRESS: Set[str] = set()
+# Called before a temporary becomes its target (`check_before_replace`):
+# `training.stop_signals` adds the check that a stop signal which a library
+# swallowed still stops the writer before it publishes anything.
+BEFORE_REPLACE: List[Callable[[], None]] = []
 # In temporary names: a process killed at once leaves its file, which a
 # later writer of the same target on this host removes.
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
@@ -34,6 +38,13 @@ def in_progress(temporary: str) -> Iterator[None]:
     yield
   finally:
     _IN_PROGRESS.discard(temporary)
+
+
+def check_before_replace() -> None:
+  """Runs the `BEFORE_REPLACE` checks; one that raises keeps the target as
+  it was (the caller removes its temporary)."""
+  for check in BEFORE_REPLACE:
+    check()
 
 
 def remove_in_progress() -> None:
@@ -95,6 +106,7 @@ def atomic_file(path: str) -> Iterator[str]:
   with in_progress(temporary):
     try:
       yield temporary
+      check_before_replace()
       os.replace(temporary, path)
     finally:
       if os.path.exists(temporary):

@@ -53,6 +53,7 @@ def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
     with atomic_file.in_progress(temporary):
       os.chmod(temporary, 0o777 & ~_umask())
       yield temporary
+      atomic_file.check_before_replace()
       _replace(temporary, target, overwrite)
   except BaseException:
     shutil.rmtree(temporary, ignore_errors=True)

@@ -41,6 +41,7 @@ NAMES = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT (Ctrl-C)"}
 _received = []  # the stop signals this process has handled, in order
 _watching = []  # [True] once the second-Ctrl-C watcher runs
 _saved_stderr = []  # fd 2's duplicate while a stop has silenced it
+_raised = []  # the stop signals `raising_interrupted`'s handler raised for
 
 
 class Interrupted(BaseException):
@@ -81,6 +82,7 @@ def raising_interrupted() -> Iterator[None]:
   def handle(signum, frame):
     del frame
     if note(signum):
+      _raised.append(signum)
       silence_stderr()
       raise Interrupted(signum)
   previous = {number: signal.signal(number, handle)
@@ -91,6 +93,23 @@ def raising_interrupted() -> Iterator[None]:
     for number, handler in previous.items():
       signal.signal(number, handler)
     restore_stderr()
+    _raised.clear()  # the stop is the caller's now
+
+
+def raise_if_stopped() -> None:
+  """Raises `Interrupted` again when `raising_interrupted`'s handler raised
+  it once: a stop that landed inside a C extension can come back as the
+  extension's own error (a TypeError, a SystemError), which a library may
+  catch and go on. The garden's writers call this before a temporary file
+  or directory becomes its target (`atomic_file.BEFORE_REPLACE`), so such
+  a stop still publishes nothing; `python -m cmlm` calls it when a command
+  returns. Training's own handler (`fault_tolerance.TerminationSignal`),
+  which saves a checkpoint before stopping, is not concerned."""
+  if _raised:
+    raise Interrupted(_raised[0])
+
+
+atomic_file.BEFORE_REPLACE.append(raise_if_stopped)
 
 
 def silence_stderr() -> None:

@@ -271,3 +271,37 @@ def test_after_a_stop_the_command_s_line_is_all_stderr_shows(debug):
   assert lines[-1] == ("cmlm test: stopped by SIGINT (Ctrl-C); what it was "
                        "writing was removed.")
   assert ("Traceback (most recent call last): SystemError" in lines) == debug
+
+
+def test_a_stop_a_library_swallowed_still_publishes_nothing(tmp_path,
+                                                            monkeypatch):
+  """A stop that lands inside a C extension can come back as the
+  extension's own error, which a library may catch and go on (TensorFlow
+  does): the garden's atomic writers still raise `Interrupted` before a
+  temporary becomes its target, and publish nothing."""
+  from cmlm.data_pipelines import atomic_file  # pylint: disable=g-import-not-at-top
+  from cmlm.training import atomic  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "_received", [])  # this process's own
+  monkeypatch.setenv("CMLM_DEBUG", "1")  # pytest's stderr stays as it is
+  target_file, target_dir = tmp_path / "vectors.npy", tmp_path / "export"
+  with stop_signals.raising_interrupted():
+    try:
+      os.kill(os.getpid(), signal.SIGTERM)
+      time.sleep(10)  # the handler raises here
+    except stop_signals.Interrupted:
+      pass  # what a library that caught the converted error does
+    with pytest.raises(stop_signals.Interrupted):
+      with atomic_file.atomic_file(str(target_file)) as temporary:
+        with open(temporary, "w") as f:
+          f.write("complete, but stopped")
+    with pytest.raises(stop_signals.Interrupted):
+      with atomic.atomic_directory(str(target_dir)) as temporary:
+        with open(os.path.join(temporary, "saved_model.pb"), "w") as f:
+          f.write("complete, but stopped")
+  assert os.listdir(tmp_path) == []
+  # Outside the command's context the stop is the caller's: writers write.
+  with atomic_file.atomic_file(str(target_file)) as temporary:
+    with open(temporary, "w") as f:
+      f.write("after")
+  assert target_file.read_text() == "after"
