@@ -39,10 +39,11 @@ PEER_FILES = {
 }
 # ort_fused's source: the export with eager attention.
 EAGER_FILE = "peer_eager.onnx"
-# The garden's ONNX float32 artifact through the same optimizer (a lever,
-# not a peer): file in --work_dir.
-GARDEN_FUSED = {"garden_onnx_fused": "garden_fused.onnx",
-                "garden_onnx_fused_int8": "garden_fused_int8.onnx"}
+# The garden's encoder through tf2onnx, as the ONNX artifact was before it
+# was written in the fused kernels (a lever's before, not a peer): files in
+# --work_dir.
+GARDEN_TF2ONNX = {"garden_onnx_tf2onnx": "garden_tf2onnx.onnx",
+                  "garden_onnx_tf2onnx_int8": "garden_tf2onnx_int8.onnx"}
 MINILM = dict(num_heads=12, hidden_size=384)
 CALIBRATION_SENTENCES = 300  # NNCF's default subset size
 DIMENSION = 384

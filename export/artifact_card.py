@@ -42,6 +42,13 @@ def int8_snippet(name: str) -> List[str]:
   ]
 
 
+def _graph(manifest: dict) -> str:
+  """", its fused kernels" for an ONNX graph in onnxruntime's fused
+  operators (`export.fused_onnx`), else nothing."""
+  return (", its fused kernels" if "fused" in manifest.get("graph", "")
+          else "")
+
+
 def artifact_section(manifests: Dict[str, dict]) -> List[str]:
   """The card's `## CPU artifacts` lines (empty without artifacts)."""
   if not manifests:
@@ -66,7 +73,7 @@ def artifact_section(manifests: Dict[str, dict]) -> List[str]:
     for precision, file in manifest["files"].items():
       cosine = check.get(f"{precision}_min_cosine")
       lines.append(
-          f"| `{name}/{file}` | {_RUNTIME[name]} | "
+          f"| `{name}/{file}` | {_RUNTIME[name]}{_graph(manifest)} | "
           f"{_megabytes(manifest['bytes'][precision])} | "
           f"{SPEED_CLASS[(name, precision)]} | "
           f"{'n/a' if cosine is None else f'cosine >= {cosine:.4f}'} |")

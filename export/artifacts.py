@@ -6,11 +6,16 @@ SavedModels of the same published version (`export.publish`):
     tflite/model.tflite       token ids -> embedding, float32, TFLite builtins
     tflite/model_int8.tflite  the same with int8 weights (dynamic range:
                               activations quantized per call)
-    onnx/model.onnx           the same graph through tf2onnx (opset 17),
-                              constants folded by onnxruntime
+    onnx/model.onnx           the same encoder in onnxruntime's fused
+                              transformer kernels, written from its weights
+                              (`export.fused_onnx`); an encoder of another
+                              shape: its graph through tf2onnx (opset 17,
+                              standard operators, constants folded);
+                              `artifact.json`'s `graph` says which
     onnx/model_int8.onnx      onnxruntime's quantize_dynamic, QInt8 weights
-                              per output channel (Gemms as MatMuls first, so
-                              that every projection is int8)
+                              per output channel (tf2onnx's Gemms as
+                              MatMuls first, so that every projection is
+                              int8)
     */vocab.txt               the vocabulary, for the tokenizer
     */tokenizer.json          the same tokenization for Hugging Face's
                               `tokenizers` (Python, Rust, Node, Java, ...:
@@ -52,7 +57,9 @@ import tf_keras
 from cmlm.data_pipelines import file_digests
 from cmlm.data_pipelines import tokenization as tokenization_lib
 from cmlm.data_pipelines import tokenizer_json
+from cmlm.export import fused_onnx
 from cmlm.inference import artifact_runtime
+from cmlm.modeling.siamese_encoder import SiameseEncoder
 
 SENTENCE_TRANSFORMERS = "sentence_transformers"
 FORMATS = (("saved_model",) + artifact_runtime.FORMATS +
@@ -61,6 +68,9 @@ FILES = {"tflite": {"float32": "model.tflite", "int8": "model_int8.tflite"},
          "onnx": {"float32": "model.onnx", "int8": "model_int8.onnx"}}
 VOCAB_FILE = "vocab.txt"
 ONNX_OPSET = 17
+# `artifact.json`'s `graph` of an ONNX artifact.
+FUSED_GRAPH = "onnxruntime fused operators (com.microsoft)"
+TF2ONNX_GRAPH = "tf2onnx (standard ONNX operators)"
 # Long, empty, non-Latin, emoji, controls: what every artifact must embed as
 # the SavedModel does.
 PROBE_SENTENCES = (
@@ -120,7 +130,8 @@ def embedding_function(encoder_model: tf_keras.Model):
   return embed
 
 
-def _write_tflite(directory: str, function) -> None:
+def _write_tflite(directory: str, function, encoder_model) -> dict:
+  del encoder_model  # the traced function is all TFLite's converter reads
   concrete = function.get_concrete_function()
   for precision, name in FILES["tflite"].items():
     converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete])
@@ -129,11 +140,47 @@ def _write_tflite(directory: str, function) -> None:
       converter.optimizations = [tf.lite.Optimize.DEFAULT]
     with open(os.path.join(directory, name), "wb") as f:
       f.write(converter.convert())
+  return {}
 
 
-def _write_onnx(directory: str, function) -> None:
-  write_onnx_pair(function, os.path.join(directory, FILES["onnx"]["float32"]),
-                  os.path.join(directory, FILES["onnx"]["int8"]))
+def _write_onnx(directory: str, function, encoder_model) -> dict:
+  """The fused graph where the encoder has BERT's shape (at batch 1 on
+  MiniLM, tf2onnx's graph ran at 0.7x the fused one: docs/benchmarks.md),
+  else tf2onnx's. Returns the manifest's `graph` (and `not_fused`: why)."""
+  float32_path = os.path.join(directory, FILES["onnx"]["float32"])
+  int8_path = os.path.join(directory, FILES["onnx"]["int8"])
+  encoder = _sentence_encoder(encoder_model)
+  reason = ("it is not a SiameseEncoder" if encoder is None else
+            fused_onnx.why_not_fusable(encoder))
+  if reason is None:
+    write_fused_onnx_pair(encoder, float32_path, int8_path)
+    return dict(graph=FUSED_GRAPH)
+  write_onnx_pair(function, float32_path, int8_path)
+  return dict(graph=TF2ONNX_GRAPH, not_fused=reason)
+
+
+def _sentence_encoder(encoder_model: tf_keras.Model):
+  """The `SiameseEncoder` inside the export's functional model (or the
+  model itself), None if there is none."""
+  if isinstance(encoder_model, SiameseEncoder):
+    return encoder_model
+  found = [layer for layer in encoder_model.layers
+           if isinstance(layer, SiameseEncoder)]
+  return found[0] if len(found) == 1 else None
+
+
+def write_fused_onnx_pair(encoder: SiameseEncoder, float32_path: str,
+                          int8_path: str) -> None:
+  """`encoder` as onnxruntime's fused graph (`fused_onnx.fused_model`):
+  float32 at `float32_path`, and int8 at `int8_path` (dynamic quantization,
+  QInt8 weights per output channel: QAttention, MatMulInteger and a uint8
+  embedding table)."""
+  import onnx  # pylint: disable=g-import-not-at-top
+  from onnxruntime import quantization  # pylint: disable=g-import-not-at-top
+  onnx.save(fused_onnx.fused_model(encoder), float32_path)
+  quantization.quantize_dynamic(
+      float32_path, int8_path, weight_type=quantization.QuantType.QInt8,
+      per_channel=True)
 
 
 def write_onnx_pair(function, float32_path: str, int8_path: str) -> None:
@@ -254,7 +301,7 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
   os.makedirs(directory)
   try:
     with quiet_converters():
-      _WRITERS[name](directory, function)
+      written = _WRITERS[name](directory, function, encoder_model)
   except Exception as error:  # pylint: disable=broad-except
     # A converter's failure is about this model (an op it lacks), not a bug
     # of the export: the other formats are still written.
@@ -273,6 +320,7 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
                         text_normalization=tokenization.text_normalization,
                         seq_length=int(tokenization.seq_length)),
       int8="dynamic-range: int8 weights, activations quantized per call",
+      **written,
       bytes={precision: os.path.getsize(os.path.join(directory, file))
              for precision, file in FILES[name].items()},
       # What a reader checks before it loads a file (inference.integrity).

@@ -174,7 +174,7 @@ def test_encode_writes_the_int8_artifacts_embeddings(tiny_artifacts_export,
 @pytest.mark.slow
 def test_export_reports_an_artifact_it_cannot_make_and_writes_the_others(
     tiny_run, tmp_path, capsys, monkeypatch):
-  def fails(directory, function):
+  def fails(directory, function, encoder_model):
     raise RuntimeError("tf2onnx: unsupported op 'Lens'\nConversion failed.")
   monkeypatch.setitem(artifacts._WRITERS, "onnx", fails)  # pylint: disable=protected-access
   result = exporter.export_run(tiny_run[0], str(tmp_path / "export"),
@@ -219,10 +219,34 @@ def test_an_embed_call_tokenizes_each_sentence_once(tiny_artifacts_export):
 
 
 @pytest.mark.slow
+def test_the_onnx_artifact_of_a_bert_encoder_is_its_fused_graph(
+    tiny_artifacts_export):
+  """cmlm/tiny is BERT-shaped: its ONNX artifact is written in onnxruntime's
+  fused kernels (export/fused_onnx.py), which artifact.json and the card
+  say; float32 and int8 embed as the SavedModel (the tests above)."""
+  import onnx  # pylint: disable=g-import-not-at-top
+  manifest = tiny_artifacts_export.artifacts["onnx"]
+  assert manifest["graph"] == artifacts.FUSED_GRAPH
+  assert "not_fused" not in manifest
+  onnx_dir = os.path.join(tiny_artifacts_export.export_dir, "onnx")
+  for file, attention in (("model.onnx", "Attention"),
+                          ("model_int8.onnx", "QAttention")):
+    ops = {node.op_type for node in
+           onnx.load(os.path.join(onnx_dir, file)).graph.node}
+    assert attention in ops and "SkipLayerNormalization" in ops, file
+  with open(os.path.join(tiny_artifacts_export.export_dir, "README.md"),
+            encoding="utf-8") as f:
+    assert "| `onnx/model.onnx` | `onnxruntime`, its fused kernels |" in (
+        f.read())
+
+
+@pytest.mark.slow
 def test_every_projection_of_the_int8_onnx_model_is_int8(
     tiny_artifacts_export):
   # tf2onnx writes the attention's projections as Gemm, which onnxruntime's
-  # dynamic quantization leaves float32: the export rewrites them first.
+  # dynamic quantization leaves float32: the export rewrites them first
+  # (tests/export/test_fused_onnx.py: the tf2onnx graph of an encoder the
+  # fused graph does not take).
   import onnx  # pylint: disable=g-import-not-at-top
   model = onnx.load(os.path.join(tiny_artifacts_export.export_dir, "onnx",
                                  "model_int8.onnx"))
