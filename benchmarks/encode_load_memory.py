@@ -64,8 +64,9 @@ def peak_rss_mb():
 
 
 def export_version(work_dir):
-  versions = os.path.join(work_dir, "export", "versions")
-  return os.path.join(versions, max(os.listdir(versions), key=int))
+  """The published version of the benchmark's export (`current`; a
+  re-export of the same step is named `0.1`, not a number)."""
+  return os.path.realpath(os.path.join(work_dir, "export", "current"))
 
 
 def open_path(name, work_dir, threads):
