@@ -10,16 +10,18 @@ is the card's lines on the sentence-transformers folder
 """
 from typing import Dict, List
 
-# What benchmarks/encode_vs_sentence_transformers.py measured (MiniLM-L6 on
-# a 2-core AMD EPYC with AVX-512 VNNI at batch 1, 32, 256, and a 2-core Xeon
-# with AMX at batch 1, 32; docs/encoding_and_evaluation.md#speed).
+# What benchmarks/encode_vs_sentence_transformers.py measured (MiniLM-L6,
+# batch 1, 32, 256, on a 2-core Intel Xeon with AMX;
+# docs/benchmarks.md#against-the-strongest-peers-intel-xeon).
 SPEED_CLASS = {
-    ("tflite", "int8"): "fastest at every batch size measured",
-    ("tflite", "float32"): "float32; fastest float32 at every batch size "
-                           "measured",
+    ("tflite", "int8"): "int8; the fastest at batch 32 and 256 measured",
+    ("tflite", "float32"): "float32",
     ("onnx", "int8"): "int8 with onnxruntime",
     ("onnx", "float32"): "float32 with onnxruntime",
 }
+# The ONNX float32 file in onnxruntime's fused kernels.
+FUSED_FLOAT32_CLASS = ("float32 with onnxruntime; the fastest float32 at "
+                       "batch 1, level with TFLite's at 32 and 256")
 _RUNTIME = {"tflite": "`ai-edge-litert` (or TensorFlow's `tf.lite`)",
             "onnx": "`onnxruntime`"}
 
@@ -40,6 +42,12 @@ def int8_snippet(name: str) -> List[str]:
       "print(embeddings.shape, embeddings.dtype)",
       "```",
   ]
+
+
+def _speed_class(name: str, precision: str, manifest: dict) -> str:
+  if (name, precision) == ("onnx", "float32") and _graph(manifest):
+    return FUSED_FLOAT32_CLASS
+  return SPEED_CLASS[(name, precision)]
 
 
 def _graph(manifest: dict) -> str:
@@ -75,7 +83,7 @@ def artifact_section(manifests: Dict[str, dict]) -> List[str]:
       lines.append(
           f"| `{name}/{file}` | {_RUNTIME[name]}{_graph(manifest)} | "
           f"{_megabytes(manifest['bytes'][precision])} | "
-          f"{SPEED_CLASS[(name, precision)]} | "
+          f"{_speed_class(name, precision, manifest)} | "
           f"{'n/a' if cosine is None else f'cosine >= {cosine:.4f}'} |")
   first = "tflite" if "tflite" in manifests else next(iter(manifests))
   lines += ["", f"With the garden installed, `SentenceEncoder(PATH, "

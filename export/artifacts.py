@@ -68,9 +68,8 @@ FILES = {"tflite": {"float32": "model.tflite", "int8": "model_int8.tflite"},
          "onnx": {"float32": "model.onnx", "int8": "model_int8.onnx"}}
 VOCAB_FILE = "vocab.txt"
 ONNX_OPSET = 17
-# `artifact.json`'s `graph` of an ONNX artifact.
-FUSED_GRAPH = "onnxruntime fused operators (com.microsoft)"
-TF2ONNX_GRAPH = "tf2onnx (standard ONNX operators)"
+FUSED_GRAPH = artifact_runtime.FUSED_GRAPH
+TF2ONNX_GRAPH = artifact_runtime.TF2ONNX_GRAPH
 # Long, empty, non-Latin, emoji, controls: what every artifact must embed as
 # the SavedModel does.
 PROBE_SENTENCES = (

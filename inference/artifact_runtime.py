@@ -31,6 +31,9 @@ from cmlm.modeling import vectors
 
 MANIFEST = "artifact.json"
 FORMATS = ("tflite", "onnx")
+# `artifact.json`'s `graph` of an ONNX artifact (`export.fused_onnx`).
+FUSED_GRAPH = "onnxruntime fused operators (com.microsoft)"
+TF2ONNX_GRAPH = "tf2onnx (standard ONNX operators)"
 # As modeling.length_chunks.ENCODER_CHUNK (which imports TensorFlow): rows
 # read at once, so that activations stay in the CPU's caches.
 ENCODER_CHUNK = 32

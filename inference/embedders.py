@@ -22,9 +22,10 @@ An export written with `--formats=...,tflite,onnx` also holds `tflite/`
 and `onnx/` (`export.artifacts`); `backend` picks what computes the
 embedding: "saved_model" (encoder + preprocessor), "tflite" or "onnx"
 (`inference.artifact_runtime`), and `quantized` their int8 model. Left out,
-the backend is the fastest float32 one the export holds (`FASTEST_FIRST`,
-measured by benchmarks/encode_vs_sentence_transformers.py); with
-`quantized`, the fastest int8 one. An artifact directory itself
+the backend is the fastest float32 one the export holds (`float32_order`,
+measured by benchmarks/encode_vs_sentence_transformers.py: ONNX first when
+its graph is the fused one, else TFLite); with `quantized`, the fastest
+int8 one. An artifact directory itself
 (`EXPORT/tflite`) loads too. Every file of an export is checked against
 what `export` recorded before it loads, and one that does not load is named
 with the command that writes it again (`inference.integrity`). Every other kind is a SavedModel or a run:
@@ -55,6 +56,10 @@ BACKENDS = ("saved_model",) + artifact_runtime.FORMATS
 # The backends by speed at float32 on a CPU, fastest first, and the
 # artifacts' at int8 (benchmarks/encode_vs_sentence_transformers.py; BUILD.md).
 FASTEST_FIRST = ("tflite", "onnx", "saved_model")
+# An ONNX artifact in onnxruntime's fused kernels (export.fused_onnx) ran
+# float32 at 1.14x-1.27x the TFLite file at batch 1 and 0.99x-1.07x at 32
+# and 256 on MiniLM, two runs (docs/benchmarks.md); tf2onnx's graph below.
+FASTEST_FIRST_FUSED_ONNX = ("onnx", "tflite", "saved_model")
 FASTEST_INT8_FIRST = ("tflite", "onnx")
 
 
@@ -118,12 +123,28 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
           f"{backend_name}={backend}: {model} holds no {backend}/ artifact "
           f"(it holds {', '.join(held + ['saved_model'])}); export with "
           f"--formats=saved_model,{backend}.")
-    order = FASTEST_INT8_FIRST if quantized else FASTEST_FIRST
+    order = FASTEST_INT8_FIRST if quantized else float32_order(version_dir)
     for name in ([backend] if backend else order):
       if name in held and _runtime_installed(name):
         return _artifact_embedder(os.path.join(version_dir, name), name,
                                   quantized)
   return saved_model_embedder(model, model_name)
+
+
+def float32_order(version_dir: str) -> Tuple[str, ...]:
+  """The float32 backends of an export's version, fastest first: the ONNX
+  artifact leads when its graph is the fused one.
+
+  Examples:
+    >>> float32_order("exports/tiny/current")
+    ('onnx', 'tflite', 'saved_model')
+  """
+  onnx_dir = os.path.join(version_dir, "onnx")
+  if artifact_runtime.is_artifact(onnx_dir):
+    graph = artifact_runtime.read_manifest(onnx_dir).get("graph")
+    if graph == artifact_runtime.FUSED_GRAPH:
+      return FASTEST_FIRST_FUSED_ONNX
+  return FASTEST_FIRST
 
 
 def _runtime_installed(name: str) -> bool:

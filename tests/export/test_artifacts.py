@@ -141,7 +141,8 @@ def test_the_default_backend_is_the_fastest_held_and_errors_are_clear(
   export_dir = tiny_artifacts_export.export_dir
   default = embedders.load_embedder(export_dir)
   assert isinstance(default._keep_alive, artifact_runtime.ArtifactModel)  # pylint: disable=protected-access
-  assert default._keep_alive.format == embedders.FASTEST_FIRST[0]  # pylint: disable=protected-access
+  # (its ONNX graph is the fused one, the fastest float32 file)
+  assert default._keep_alive.format == "onnx"  # pylint: disable=protected-access
   assert not default._keep_alive.quantized  # pylint: disable=protected-access
   onnx_int8 = embedders.load_embedder(export_dir, backend="onnx",
                                       quantized=True)._keep_alive  # pylint: disable=protected-access
@@ -154,6 +155,18 @@ def test_the_default_backend_is_the_fastest_held_and_errors_are_clear(
     embedders.load_embedder(tiny_export.export_dir, backend="onnx")
   with pytest.raises(ValueError, match="--backend must be auto or one of"):
     embedders.load_embedder(export_dir, backend="openvino")
+
+
+def test_the_float32_order_puts_onnx_first_only_for_its_fused_graph(
+    tmp_path):
+  assert embedders.float32_order(str(tmp_path)) == embedders.FASTEST_FIRST
+  os.makedirs(tmp_path / "onnx")
+  for graph, first in ((artifact_runtime.TF2ONNX_GRAPH, "tflite"),
+                       (artifact_runtime.FUSED_GRAPH, "onnx")):
+    with open(tmp_path / "onnx" / artifact_runtime.MANIFEST, "w",
+              encoding="utf-8") as f:
+      json.dump({"files": {}, "graph": graph}, f)
+    assert embedders.float32_order(str(tmp_path))[0] == first
 
 
 @pytest.mark.slow
