@@ -69,6 +69,9 @@ FILES = {"tflite": {"float32": "model.tflite", "int8": "model_int8.tflite"},
 VOCAB_FILE = "vocab.txt"
 ONNX_OPSET = 17
 FUSED_GRAPH = artifact_runtime.FUSED_GRAPH
+# The fused graph is kept only if it embeds random padded rows as the
+# encoder does (float32 rounding: 1 - 1e-6 on MiniLM).
+FUSED_MIN_COSINE = 0.9999
 TF2ONNX_GRAPH = artifact_runtime.TF2ONNX_GRAPH
 # Long, empty, non-Latin, emoji, controls: what every artifact must embed as
 # the SavedModel does.
@@ -152,8 +155,13 @@ def _write_onnx(directory: str, function, encoder_model) -> dict:
   reason = ("it is not a SiameseEncoder" if encoder is None else
             fused_onnx.why_not_fusable(encoder))
   if reason is None:
-    write_fused_onnx_pair(encoder, float32_path, int8_path)
-    return dict(graph=FUSED_GRAPH)
+    model = fused_onnx.fused_model(encoder)
+    cosine = fused_onnx.agreement(encoder, model)
+    if cosine >= FUSED_MIN_COSINE:
+      write_fused_onnx_pair(model, float32_path, int8_path)
+      return dict(graph=FUSED_GRAPH)
+    reason = (f"its fused graph disagreed with it (smallest cosine "
+              f"{cosine:.4f})")
   write_onnx_pair(function, float32_path, int8_path)
   return dict(graph=TF2ONNX_GRAPH, not_fused=reason)
 
@@ -168,15 +176,18 @@ def _sentence_encoder(encoder_model: tf_keras.Model):
   return found[0] if len(found) == 1 else None
 
 
-def write_fused_onnx_pair(encoder: SiameseEncoder, float32_path: str,
-                          int8_path: str) -> None:
-  """`encoder` as onnxruntime's fused graph (`fused_onnx.fused_model`):
-  float32 at `float32_path`, and int8 at `int8_path` (dynamic quantization,
-  QInt8 weights per output channel: QAttention, MatMulInteger and a uint8
-  embedding table)."""
+def write_fused_onnx_pair(model, float32_path: str, int8_path: str) -> None:
+  """`model` (`fused_onnx.fused_model`'s) float32 at `float32_path`, and
+  int8 at `int8_path` (dynamic quantization, QInt8 weights per output
+  channel: QAttention, MatMulInteger and a uint8 embedding table).
+
+  Examples:
+    >>> write_fused_onnx_pair(fused_onnx.fused_model(encoder),
+    ...                       "onnx/model.onnx", "onnx/model_int8.onnx")
+  """
   import onnx  # pylint: disable=g-import-not-at-top
   from onnxruntime import quantization  # pylint: disable=g-import-not-at-top
-  onnx.save(fused_onnx.fused_model(encoder), float32_path)
+  onnx.save(model, float32_path)
   quantization.quantize_dynamic(
       float32_path, int8_path, weight_type=quantization.QuantType.QInt8,
       per_channel=True)

@@ -72,6 +72,27 @@ def test_the_fused_graph_embeds_as_the_encoder(pooling):
   np.testing.assert_allclose(alone, got[2:3], atol=2e-4, rtol=1e-4)
 
 
+def test_agreement_tells_the_encoder_s_own_graph_from_another_s():
+  encoder = _encoder()
+  assert fused_onnx.agreement(encoder, fused_onnx.fused_model(encoder)) > (
+      artifacts.FUSED_MIN_COSINE)
+  other = _encoder()
+  for variable in other.transformer.transformer_layers[0].weights:
+    variable.assign(variable * 0.5)
+  assert fused_onnx.agreement(encoder, fused_onnx.fused_model(other)) < 0.99
+
+
+def test_a_fused_graph_that_disagrees_is_not_written(tmp_path, monkeypatch):
+  encoder = _encoder()
+  monkeypatch.setattr(fused_onnx, "agreement", lambda *args: 0.5)
+  with artifacts.quiet_converters():
+    written = artifacts._write_onnx(  # pylint: disable=protected-access
+        str(tmp_path), artifacts.embedding_function(encoder), encoder)
+  assert written == dict(
+      graph=artifacts.TF2ONNX_GRAPH,
+      not_fused="its fused graph disagreed with it (smallest cosine 0.5000)")
+
+
 def test_every_step_runs_in_its_fused_kernel():
   model = fused_onnx.fused_model(_encoder())
   counts = collections.Counter(node.op_type for node in model.graph.node)
