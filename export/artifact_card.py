@@ -10,6 +10,8 @@ is the card's lines on the sentence-transformers folder
 """
 from typing import Dict, List
 
+from cmlm.inference import artifact_runtime
+
 # What benchmarks/encode_vs_sentence_transformers.py measured (MiniLM-L6,
 # batch 1, 32, 256, on a 2-core Intel Xeon with AMX;
 # docs/benchmarks.md#against-the-strongest-peers-intel-xeon).
@@ -53,8 +55,8 @@ def _speed_class(name: str, precision: str, manifest: dict) -> str:
 def _graph(manifest: dict) -> str:
   """", its fused kernels" for an ONNX graph in onnxruntime's fused
   operators (`export.fused_onnx`), else nothing."""
-  return (", its fused kernels" if "fused" in manifest.get("graph", "")
-          else "")
+  return (", its fused kernels"
+          if manifest.get("graph") == artifact_runtime.FUSED_GRAPH else "")
 
 
 def artifact_section(manifests: Dict[str, dict]) -> List[str]:
