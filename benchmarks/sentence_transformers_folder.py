@@ -51,6 +51,7 @@ import tensorflow as tf  # noqa: E402
 
 from cmlm import SentenceEncoder  # noqa: E402
 from cmlm import registry_imports  # noqa: E402,F401  (registers everything)
+from cmlm.data_pipelines import tokenization
 from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.evaluation import sts_readers  # noqa: E402
 from cmlm.export import exporter  # noqa: E402
@@ -188,8 +189,9 @@ def main(argv=None):
       int8_minus_fp32_points=round(_spearman(int8, count, gold) -
                                    fp32_spearman, 3))
 
-  packed = run_dir.build_tokenizer(run_dir.load_params(model_dir)
-                                   ).tokenize_and_pack(tf.constant(sentences))
+  packed = tokenization.build_wordpiece_tokenizer(
+      run_dir.load_params(model_dir).task.tokenization).tokenize_and_pack(
+          tf.constant(sentences))
   in_graph = [list(row[mask == 1]) for row, mask in zip(
       packed["input_word_ids"].numpy(), packed["input_mask"].numpy())]
   result["tokenizer"] = dict(differing_sentences=sum(

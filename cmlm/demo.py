@@ -29,23 +29,26 @@ import os
 import shutil
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 # The demo ends by reloading its export through hub.KerasLayer: without a
 # usable tensorflow_hub it stops here, in one line, not after training.
-import tensorflow_hub  # noqa: F401  pylint: disable=unused-import
+import tensorflow_hub
 
+from cmlm.data_pipelines import tokenization
 from cmlm.evaluation import demo_measures
 from cmlm.experiments import cmlm_experiments
-from cmlm.inference import embedders
 from cmlm.export import exporter
+from cmlm.inference import embedders
+from cmlm.inference import run_record
 from cmlm.modeling import embedder
 from cmlm.modeling.vectors import l2_normalize
 from official.core import exp_factory
 from official.core import task_factory
-from cmlm.training import run_dir
 from cmlm.training import prepared_run
+from cmlm.training import run_dir
 from cmlm.training import train
 
 # Relative to the working directory, as every command's outputs: an
@@ -73,7 +76,7 @@ def main(model_dir=None, train_steps=None, seed=DEFAULT_SEED):
   print(f"\nCheckpoints and TensorBoard summaries: {model_dir}")
 
   print("\n== TF-Hub export of the trained model")
-  print(exporter.export_and_reload(model_dir, model.encoder, sentences[:64]))
+  print(export_and_reload(model_dir, model.encoder, sentences[:64]))
   print(json.dumps(figures))
 
 
@@ -110,7 +113,8 @@ def train_and_measure(prepared, model_dir, strategy=None):
   print(f"== CMLM demo: training cmlm/demo for {steps} steps (seed "
         f"{params.task.seed}) on the embedded corpus "
         f"({cmlm.train_data.input_path}) into {model_dir}", flush=True)
-  tokenizer = run_dir.build_tokenizer(params, vocab=prepared.vocab)
+  tokenizer = tokenization.build_wordpiece_tokenizer(
+       params.task.tokenization, vocab=prepared.vocab)
   pairs, features, sources = demo_measures.heldout_pairs(
       cmlm.validation_data, params.task.tokenization, prepared.vocab)
   # The seed `train.run` sets again before it builds its model: the
@@ -291,3 +295,34 @@ def unit_embeddings(embedder_):
 
 def _clip(text, width=100):
   return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def export_and_reload(model_dir: str, in_memory_encoder, sentences,
+                      export_dir: Optional[str] = None) -> str:
+  """The demo's last step: export, reload with `hub.KerasLayer`, compare.
+
+  Exports the latest checkpoint of `model_dir` to `export_dir` (default
+  `<model_dir>/export`, replaced if present), reloads the encoder and
+  preprocessor through `hub.KerasLayer` and compares their embeddings of
+  `sentences` with `in_memory_encoder` fed the training tokenization.
+
+  Returns:
+    A one-line summary to print.
+  """
+  export_dir = export_dir or os.path.join(model_dir, "export")
+  run = run_record.read_run(model_dir)
+  result = exporter.export_run(model_dir, export_dir, overwrite=True,
+                               run=run)
+  tokenizer = run.tokenizer()
+  batch = tf.constant(list(sentences))
+  preprocess = tensorflow_hub.KerasLayer(
+      os.path.join(result.version_dir, "preprocessor"))
+  encode = tensorflow_hub.KerasLayer(
+      os.path.join(result.version_dir, "encoder"))
+  reloaded = encode(preprocess(batch))["default"]
+  expected = in_memory_encoder(tokenizer.tokenize_and_pack(batch),
+                               training=False)["default"]
+  difference = float(np.max(np.abs(reloaded.numpy() - expected.numpy())))
+  return (f"exported to {result.export_dir}; hub.KerasLayer reload: "
+          f"max |diff| vs in-memory = {difference:.1e} over {len(sentences)} "
+          "sentences")

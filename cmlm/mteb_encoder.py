@@ -24,8 +24,9 @@ The metadata is read from the model, never invented (`model_facts`):
     training heads) and, for an import, `adapted_from` and `reference`;
   * a training run: its name, the checkpoint (`ckpt-N`) as the revision,
     its config's sequence length, the parameters of its `encoder`
-    checkpoint item, and what `export.card_facts` says of its license and
-    languages;
+    checkpoint item, and what the run says of its license and languages
+    (`inference.run_facts`, as the model card says them), from the run
+    `SentenceEncoder` read (`inference.run_record`: params.yaml once);
   * any other SavedModel: its directory's name; the rest is None.
 
 `embed_dim` is the embeddings' size, `framework` TensorFlow. Keyword
@@ -35,16 +36,15 @@ the garden (`pip install mteb`; requirements-test.txt pins the version the
 tests run); it is imported when the metadata is first asked for.
 """
 import os
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 import numpy as np
 
-from cmlm.export import card_facts
-from cmlm.export import publish
+from cmlm.inference import layout
+from cmlm.inference import run_facts
 from cmlm.inference import run_record
 from cmlm.modeling.vectors import l2_normalize
 from cmlm.sentence_encoder import SentenceEncoder
-from cmlm.training import run_dir
 
 SIMILARITY = "cosine"
 # MTEB names a model "owner/name": a name stated without an owner (or the
@@ -88,7 +88,7 @@ class MtebSentenceEncoder(SentenceEncoder):
                backend: Optional[str] = None, quantized: bool = False,
                **meta):
     super().__init__(model, checkpoint, backend, quantized)
-    self._facts = model_facts(self.model_path, checkpoint)
+    self._facts = model_facts(self.run or self.model_path, checkpoint)
     self._meta_overrides = meta
     self._meta = None
 
@@ -140,17 +140,22 @@ def pairwise_cosine_similarity(embeddings1, embeddings2) -> np.ndarray:
   return np.sum(l2_normalize(first) * l2_normalize(second), axis=1)
 
 
-def model_facts(model: str, checkpoint: Optional[str] = None) -> Dict:
+def model_facts(model: Union[str, run_record.RunRecord],
+                checkpoint: Optional[str] = None) -> Dict:
   """What a model says of itself, by the names `export_info.json` uses
   (`model_name`, `id`, `exported_at`, `license`, `language`, `seq_length`,
-  `n_parameters`, `origin`, `origin_url`); {} when nothing is recorded."""
+  `n_parameters`, `origin`, `origin_url`); {} when nothing is recorded.
+  `model` is a path, or a training run as already read."""
+  if isinstance(model, run_record.RunRecord):
+    return _run_facts(model)
   model = os.fspath(model)
-  if "," not in model and run_dir.is_run_dir(model):
-    return _run_facts(model, checkpoint)
+  if run_record.is_run(model):
+    return _run_facts(run_record.read_run(model, checkpoint,
+                                          find_report=False))
   path = model.split(",")[0]
   name = os.path.basename(os.path.abspath(path).rstrip(os.sep))
   for saved_model in _saved_models(path):
-    info = publish.read_info(saved_model)
+    info = layout.read_info(saved_model)
     if info:
       return dict({"model_name": name}, **info)
   return {"model_name": name}
@@ -159,8 +164,8 @@ def model_facts(model: str, checkpoint: Optional[str] = None) -> Dict:
 def _saved_models(path: str):
   """The SavedModels whose `export_info.json` speaks for `path`: the
   export's parts, the path itself, a TF Serving base's highest version."""
-  resolved = publish.resolve(path) if os.path.isdir(path) else path
-  yield from (os.path.join(resolved, part) for part in publish.PARTS)
+  resolved = layout.resolve(path) if os.path.isdir(path) else path
+  yield from (os.path.join(resolved, part) for part in layout.PARTS)
   yield resolved
   for base in (resolved, os.path.join(resolved, "serving")):
     versions = [n for n in (os.listdir(base) if os.path.isdir(base) else [])
@@ -169,18 +174,16 @@ def _saved_models(path: str):
       yield os.path.join(base, max(versions, key=int))
 
 
-def _run_facts(model_dir: str, checkpoint: Optional[str]) -> Dict:
+def _run_facts(run: run_record.RunRecord) -> Dict:
   """A training run's facts: its name, checkpoint, length, parameters and
-  what its model card would say of its license and languages."""
-  run = run_record.read_run(model_dir, checkpoint, find_report=False)
-  checkpoint_path = run.checkpoint_path
-  facts = card_facts.card_facts(run, run.step, embedding_dim=0,
-                                normalize=False)
-  origin = facts.origin or {}
-  return dict(model_name=facts.model_name, id=facts.checkpoint,
-              license=facts.license, language=facts.languages,
-              seq_length=facts.params.task.tokenization.seq_length,
-              n_parameters=encoder_parameters(checkpoint_path),
+  what it says of its license and languages (`inference.run_facts`)."""
+  origin = run.origin or {}
+  return dict(model_name=run_facts.run_name(run),
+              id=run_facts.name_in_run(run.checkpoint_path, run.model_dir),
+              license=run_facts.default_license(run),
+              language=run_facts.languages(run)[0],
+              seq_length=run.tokenization.seq_length,
+              n_parameters=encoder_parameters(run.checkpoint_path),
               origin=origin.get("source_name", ""),
               origin_url=origin.get("url", ""))
 

@@ -28,6 +28,7 @@ from cmlm import registry_imports  # noqa: F401  (every project's models load)
 from cmlm.inference import embedders
 from cmlm.inference import postprocess
 from cmlm.inference import progress as progress_lib
+from cmlm.inference import run_record
 
 _OUTPUT_VALUES = ("sentence_embedding", None)
 
@@ -69,8 +70,14 @@ class SentenceEncoder:
                checkpoint: Optional[str] = None,
                backend: Optional[str] = None, quantized: bool = False):
     self.model_path = os.fspath(model)
-    self._embedder = embedders.load_embedder(self.model_path, checkpoint,
-                                             backend, quantized,
+    # A training run is read once (`inference.run_record`); its record is
+    # kept for what else asks about the run (`cmlm.mteb_model`'s metadata).
+    self.run = (run_record.read_run(self.model_path, checkpoint,
+                                    find_report=False,
+                                    checkpoint_name="checkpoint")
+                if run_record.is_run(self.model_path) else None)
+    self._embedder = embedders.load_embedder(self.run or self.model_path,
+                                             checkpoint, backend, quantized,
                                              embedders.ARGUMENT_NAMES)
     self.normalizes_in_graph = self._embedder.normalizes_in_graph
 

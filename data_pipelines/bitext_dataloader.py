@@ -80,8 +80,8 @@ class BitextDataLoader(data_loader.DataLoader):
                   else params.global_batch_size)
     dataset = dataset.batch(batch_size, drop_remainder=params.is_training
                             or params.drop_remainder)
-    tokenizer = tokenization.build_tokenizer(self._tokenization,
-                                             vocab=self._vocab)
+    tokenizer = tokenization.build_wordpiece_tokenizer(
+        self._tokenization, vocab=self._vocab)
 
     def encode(source, target):
       size = tf.shape(source)[0]

@@ -279,8 +279,8 @@ class _CmlmFeatures:
     self._params = params
     self._batch_size = batch_size
     self._pipeline_id = pipeline_id
-    self.tokenizer = tokenization.build_tokenizer(tokenization_config,
-                                                  vocab=vocab)
+    self.tokenizer = tokenization.build_wordpiece_tokenizer(
+        tokenization_config, vocab=vocab)
 
   def _seeds(self, batch_index):
     """Two stateless seeds per batch when `params.seed` is set, else None."""

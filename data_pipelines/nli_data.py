@@ -156,8 +156,8 @@ class NliDataLoader(data_loader.DataLoader):
                   else params.global_batch_size)
     dataset = dataset.batch(batch_size, drop_remainder=bool(
         params.is_training or params.drop_remainder))
-    tokenizer = tokenization.build_tokenizer(self._tokenization,
-                                             vocab=self._vocab)
+    tokenizer = tokenization.build_wordpiece_tokenizer(
+        self._tokenization, vocab=self._vocab)
     num_languages = len(tables)
 
     def encode(premise, hypothesis, label):

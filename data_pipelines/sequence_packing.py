@@ -13,7 +13,7 @@ single-sentence pairs (`corpus.sentence_pairs`). A document that fits in one
 sequence is cut at the sentence boundary that best balances the two halves,
 so short documents (a novel's paragraphs) still give one pair.
 
-Token counts come from the run's tokenizer (`tokenization.build_tokenizer`),
+Token counts come from the run's tokenizer (`tokenization.build_wordpiece_tokenizer`),
 called on thousands of sentences at a time, so a pair's texts tokenize in the
 input pipeline to exactly the counted tokens (WordPiece splits at whitespace,
 so joining sentences with a space adds no token).
@@ -46,7 +46,8 @@ def token_counter(tokenization_config: tokenization.TokenizationConfig,
                   ) -> TokenCounter:
   """Counts each sentence's WordPiece tokens with the run's tokenizer
   (`vocab`: its vocabulary file, already read)."""
-  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
+  tokenizer = tokenization.build_wordpiece_tokenizer(
+      tokenization_config, vocab=vocab)
 
   def count(sentences: Sequence[str]) -> List[int]:
     counts = []

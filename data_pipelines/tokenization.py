@@ -36,7 +36,7 @@ class TokenizationConfig(base_config.Config):
   """How a run turns text into encoder inputs: one config for every input.
 
   A run's `task.tokenization`; every objective's data, the exported
-  preprocessor, eval and pcr tokenize with it (`build_tokenizer`), so the
+  preprocessor, eval and pcr tokenize with it (`build_wordpiece_tokenizer`), so the
   one embedding table always sees one tokenization.
 
   Attributes:
@@ -80,10 +80,13 @@ class TokenizationConfig(base_config.Config):
                        'share between 0 and 1.')
 
 
-def build_tokenizer(config: TokenizationConfig, seq_length: int = None,
-                    vocab: Optional[vocabulary.VocabularyFile] = None
-                    ) -> 'WordPieceTokenizer':
-  """The tokenizer of `config` (the one way the garden makes one).
+def build_wordpiece_tokenizer(
+    config: TokenizationConfig, seq_length: int = None,
+    vocab: Optional[vocabulary.VocabularyFile] = None
+) -> 'WordPieceTokenizer':
+  """The in-graph WordPiece tokenizer of `config` (the one way the garden
+  makes one; `tokenizer_json.build_huggingface_tokenizer` is the same
+  tokenization as a Hugging Face `tokenizers.Tokenizer`).
 
   `seq_length` replaces the config's, e.g. for serving longer inputs.
   `vocab`: `config.vocab_file` already read (`vocabulary.read_vocabulary`).

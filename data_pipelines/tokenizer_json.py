@@ -1,7 +1,8 @@
 """The garden's tokenization as a Hugging Face `tokenizers` pipeline.
 
-    tokenizer = build_tokenizer(vocab, seq_length=256, lower_case=True,
-                                text_normalization="tf_text")
+    tokenizer = build_huggingface_tokenizer(vocab, seq_length=256,
+                                            lower_case=True,
+                                            text_normalization="tf_text")
     tokenizer.save("tokenizer.json")
 
     # anywhere, with any `tokenizers` binding (Python, Rust, Node, Java, ...)
@@ -58,7 +59,7 @@ in-graph tokenizer is tested on fuzzed text
 import functools
 import sys
 import unicodedata
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from tokenizers import Regex
 from tokenizers import Tokenizer
@@ -166,9 +167,10 @@ def _normalizer(lower_case: bool, text_normalization: str):
   return normalizers.Sequence(steps + [control_to_space])
 
 
-def build_tokenizer(vocab: Sequence[str], seq_length: int,
-                    lower_case: bool = True,
-                    text_normalization: str = "tf_text") -> Tokenizer:
+def build_huggingface_tokenizer(vocab: Sequence[str], seq_length: int,
+                                lower_case: bool = True,
+                                text_normalization: str = "tf_text"
+                                ) -> Tokenizer:
   """The `tokenizers.Tokenizer` of the garden's tokenization (module doc).
 
   Args:
@@ -180,7 +182,8 @@ def build_tokenizer(vocab: Sequence[str], seq_length: int,
     text_normalization: "tf_text" or "huggingface" (`tokenization.py`).
 
   Examples:
-    >>> tokenizer = build_tokenizer(vocabulary.load_vocab("vocab.txt"), 256)
+    >>> tokenizer = build_huggingface_tokenizer(
+    ...     vocabulary.load_vocab("vocab.txt"), 256)
     >>> tokenizer.encode("A sentence.").ids
     [2, 1037, 6251, 1012, 3]
   """
@@ -214,26 +217,33 @@ def build_tokenizer(vocab: Sequence[str], seq_length: int,
   return tokenizer
 
 
-def from_config(tokenization, seq_length: int = None) -> Tokenizer:
-  """`build_tokenizer` of a `tokenization.TokenizationConfig` (its
-  vocabulary file read and checked); `seq_length` replaces the config's.
+def from_config(tokenization, seq_length: int = None,
+                vocab: Optional[vocabulary.VocabularyFile] = None
+                ) -> Tokenizer:
+  """`build_huggingface_tokenizer` of a `tokenization.TokenizationConfig` (its
+  vocabulary file read and checked, or `vocab`: that file already read);
+  `seq_length` replaces the config's.
 
   Examples:
     >>> from_config(params.task.tokenization).encode("Hi.").ids
     [2, 7632, 1012, 3]
   """
-  return build_tokenizer(vocabulary.load_vocab(tokenization.vocab_file),
-                         seq_length or tokenization.seq_length,
-                         lower_case=tokenization.lower_case,
-                         text_normalization=tokenization.text_normalization)
+  vocab = vocabulary.read_vocabulary(tokenization.vocab_file, vocab)
+  return build_huggingface_tokenizer(
+      vocab.tokens, seq_length or tokenization.seq_length,
+      lower_case=tokenization.lower_case,
+      text_normalization=tokenization.text_normalization)
 
 
-def write_tokenizer_json(tokenization, path: str) -> None:
-  """Writes `from_config(tokenization)` to `path` (`tokenizer.json`).
+def write_tokenizer_json(tokenization, path: str,
+                         vocab: Optional[vocabulary.VocabularyFile] = None
+                         ) -> None:
+  """Writes `from_config(tokenization, vocab=vocab)` to `path`
+  (`tokenizer.json`).
 
   Examples:
     >>> write_tokenizer_json(params.task.tokenization, "tokenizer.json")
     >>> Tokenizer.from_file("tokenizer.json").encode("Hi.").ids
     [2, 7632, 1012, 3]
   """
-  from_config(tokenization).save(path, pretty=True)
+  from_config(tokenization, vocab=vocab).save(path, pretty=True)

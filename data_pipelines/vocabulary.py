@@ -53,10 +53,18 @@ class VocabularyFile:
     tokens: its tokens in id order, checked as `load_vocab` checks them.
     digest: `content_digest` of its bytes (it names the tokenizer's lookup
       table, `tokenization.VocabFileInitializer`).
+    data: its bytes as read, which an export copies (`write_copy`) rather
+      than reading the file again.
   """
   path: str
   tokens: Tuple[str, ...]
   digest: str
+  data: bytes = dataclasses.field(default=b'', repr=False, compare=False)
+
+  def write_copy(self, path: str) -> None:
+    """Writes the file's bytes, as read, to `path`."""
+    with open(path, 'wb') as f:
+      f.write(self.data)
 
 
 def read_vocabulary(path: str,
@@ -71,7 +79,7 @@ def read_vocabulary(path: str,
     return already_read
   data = _read_bytes(path)
   return VocabularyFile(path, tuple(_checked_tokens(data, path)),
-                        content_digest(data))
+                        content_digest(data), data)
 
 
 def load_vocab(path: str) -> List[str]:

@@ -168,6 +168,7 @@ def run_evaluation(model: str, task_names: Sequence[str],
     result = task.evaluate(encoder, loaded[task.name]["data"], options)
     result.update(paper=task.paper, headline=task.headline,
                   main_score=result[task.headline],
+                  card=task.card.for_task(task.name),
                   seconds=time.perf_counter() - start,
                   data=loaded[task.name]["files"])
     results[task.name] = result

@@ -12,6 +12,11 @@ the run before any model is loaded) and evaluates an `Encoder` on it
 benchmark's source and files); `--task_data=NAME=PATH` points one task
 elsewhere (a directory in the task's file format). MTEB's tasks are run by
 name through MTEB's own loaders instead (`evaluation/mteb_tasks.py`).
+
+A task also says how a model card files its result (`CardEntry`: the
+Hugging Face Hub's task type and name, the dataset's name); `cmlm eval`
+writes it into each result of its report, where export's model card reads
+it, so a project's task states its own.
 """
 import dataclasses
 import os
@@ -34,6 +39,27 @@ from cmlm.evaluation.task_data import split_file
 
 
 @dataclasses.dataclass(frozen=True)
+class CardEntry:
+  """How a model card's `model-index` files a task's result: the Hub's task
+  `task_type` and `task_name`, and the `dataset` name ("" for the task's
+  name upper-cased)."""
+  task_type: str = "feature-extraction"
+  task_name: str = ""
+  dataset: str = ""
+
+  def for_task(self, name: str) -> dict:
+    """This entry as the report records it for the task `name`."""
+    return {"task_type": self.task_type,
+            "task_name": self.task_name or name,
+            "dataset": self.dataset or name.upper()}
+
+
+STS_CARD = CardEntry("sentence-similarity", "Semantic textual similarity")
+TRANSFER_CARD = CardEntry("text-classification", "SentEval transfer")
+BITEXT_CARD = CardEntry("sentence-similarity", "Bitext retrieval")
+
+
+@dataclasses.dataclass(frozen=True)
 class Task:
   name: str
   paper: str  # the table or figure it reproduces
@@ -44,6 +70,7 @@ class Task:
   # For a task whose data is not under --data_dir: what the options lack to
   # run it ("" when nothing is missing).
   missing: Callable[[EvalOptions], str] = lambda options: ""
+  card: CardEntry = CardEntry()  # how a model card files its result
 
 
 def _read_sts_year(path, options):
@@ -177,12 +204,13 @@ def _evaluate_tatoeba(encoder, pairs, options):
 def _sts_year(year):
   return Task(f"sts{year}", "table 2", "spearman",
               f"sts/STS{year}-en-test", _read_sts_year,
-              lambda e, d, o: sts.evaluate_sts_year(e, d, o.batch_size))
+              lambda e, d, o: sts.evaluate_sts_year(e, d, o.batch_size),
+              card=STS_CARD)
 
 
 def _polarity(name, directory):
   return Task(name, "table 1", "accuracy", f"transfer/{directory}",
-              _read_polarity, _evaluate_without_split)
+              _read_polarity, _evaluate_without_split, card=TRANSFER_CARD)
 
 
 TASKS: Dict[str, Task] = {task.name: task for task in [
@@ -190,37 +218,45 @@ TASKS: Dict[str, Task] = {task.name: task for task in [
     Task("sts-b", "table 2", "spearman", "sts/STSBenchmark",
          _read_scored_pairs(sts_readers.read_sts_benchmark,
                             ["sts-test.csv", "sts-dev.csv"]),
-         _evaluate_scored_pairs),
+         _evaluate_scored_pairs,
+         card=dataclasses.replace(STS_CARD, dataset="STS Benchmark")),
     Task("sick-r", "table 2", "spearman", "sts/SICK",
          _read_scored_pairs(sts_readers.read_sick,
                             ["SICK_test_annotated.txt", "SICK_trial.txt"]),
-         _evaluate_scored_pairs),
+         _evaluate_scored_pairs, card=STS_CARD),
     _polarity("mr", "MR"), _polarity("cr", "CR"), _polarity("subj", "SUBJ"),
     _polarity("mpqa", "MPQA"),
     Task("sst2", "table 1", "accuracy", "transfer/SST/binary",
          _read_split(transfer_readers.read_sst, "sentiment-train",
-                     ["sentiment-test"], "sentiment-dev"), _evaluate_split),
+                     ["sentiment-test"], "sentiment-dev"), _evaluate_split,
+         card=dataclasses.replace(TRANSFER_CARD, dataset="SST-2")),
     Task("trec", "table 1", "accuracy", "transfer/TREC",
          _read_split(transfer_readers.read_trec, "train_5500.label",
-                     ["TREC_10.label"]), _evaluate_split),
+                     ["TREC_10.label"]), _evaluate_split,
+         card=TRANSFER_CARD),
     Task("mrpc", "table 1", "accuracy", "transfer/MRPC",
          _read_split(transfer_readers.read_mrpc, "msr_paraphrase_train.txt",
-                     ["msr_paraphrase_test.txt"]), _evaluate_split),
+                     ["msr_paraphrase_test.txt"]), _evaluate_split,
+         card=TRANSFER_CARD),
     Task("sick-e", "table 1", "accuracy", "sts/SICK",
          _read_split(transfer_readers.read_sick_entailment, "SICK_train.txt",
                      ["SICK_test_annotated.txt"], "SICK_trial.txt"),
-         _evaluate_split),
+         _evaluate_split, card=TRANSFER_CARD),
     Task("tatoeba", "table 5", "accuracy", "tatoeba", _read_tatoeba,
-         _evaluate_tatoeba),
+         _evaluate_tatoeba,
+         card=dataclasses.replace(BITEXT_CARD, dataset="Tatoeba")),
     Task("mining", "Kiros et al. 2020 table 5", "f1", "", _read_mining,
          lambda e, d, o: mining.evaluate_mining(
              e, *d, batch_size=o.batch_size, threshold=o.mining_threshold),
-         _missing_mining),
+         _missing_mining,
+         card=dataclasses.replace(BITEXT_CARD, dataset="Bitext mining")),
     Task("langdist", "figure 2", "self_language_share", "", _read_pool,
          lambda e, d, o: language_distribution.evaluate_language_distribution(
              e, d, os.path.join(o.report_dir, "language_distribution.png"),
              k=o.langdist_k, batch_size=o.batch_size, title=o.model),
-         _missing_pool),
+         _missing_pool,
+         card=CardEntry(dataset="Language distribution of retrieved "
+                        "sentences")),
 ]}
 
 GROUPS = {

@@ -172,7 +172,7 @@ def tatoeba(encode, shared, components=None):
 
 def evaluate(model, tokenization_config, shared, samples):
   """Tatoeba accuracies of `model`'s encoder, without and with PCR."""
-  tokenizer = tokenization.build_tokenizer(tokenization_config)
+  tokenizer = tokenization.build_wordpiece_tokenizer(tokenization_config)
   encode = embedder.encoder_embedder(model.encoder, tokenizer).embed
   components = pcr.LanguageComponents.fit(
       {code: encode(sentences) for code, sentences in samples.items()})

@@ -9,9 +9,11 @@ Export only writes; reading models back (any kind, any backend) is
   warmup        the serving model's warm-up requests (assets.extra)
   exporter      `python -m cmlm export`: all three from a checkpoint
   publish       versions written whole, published by one `current` pointer
-  card_facts    what the model card says of a run, checked
-  model_card    the README.md an export carries (TF-Hub / Kaggle metadata)
+  cards         the cards, together: `card_facts` (what a card says of a
+                run, checked), `model_card` (the README.md an export
+                carries), `sentence_transformers_card`, `artifact_card`
   packaging     an export as .tar.gz archives for TF-Hub and Kaggle Models
   artifacts     `export --formats=...,tflite,onnx`: the encoder as TFLite and
-                ONNX models, float32 and int8 (`artifact_card`: the card's part)
+                ONNX models, float32 and int8
+  sentence_transformers_folder  the model as a sentence-transformers folder
 """

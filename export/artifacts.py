@@ -48,7 +48,7 @@ import json
 import logging
 import os
 import shutil
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -57,6 +57,7 @@ import tf_keras
 from cmlm.data_pipelines import file_digests
 from cmlm.data_pipelines import tokenization as tokenization_lib
 from cmlm.data_pipelines import tokenizer_json
+from cmlm.data_pipelines import vocabulary
 from cmlm.export import fused_onnx
 from cmlm.inference import artifact_runtime
 from cmlm.modeling.siamese_encoder import SiameseEncoder
@@ -304,9 +305,12 @@ def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
-                   tokenization: tokenization_lib.TokenizationConfig) -> dict:
+                   tokenization: tokenization_lib.TokenizationConfig,
+                   vocab: Optional[vocabulary.VocabularyFile] = None) -> dict:
   """Writes one artifact (`name`: tflite or onnx) into the new `directory`
-  and returns its `artifact.json`; raises `ArtifactUnavailable`."""
+  and returns its `artifact.json`; raises `ArtifactUnavailable`. `vocab`:
+  the run's vocabulary file as read (read here when not given)."""
+  vocab = vocabulary.read_vocabulary(tokenization.vocab_file, vocab)
   function = embedding_function(encoder_model)
   os.makedirs(directory)
   try:
@@ -317,10 +321,9 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
     # of the export: the other formats are still written.
     first_line = (str(error).strip().splitlines() or [type(error).__name__])
     raise ArtifactUnavailable(first_line[-1][:300]) from error
-  shutil.copyfile(tokenization.vocab_file,
-                  os.path.join(directory, VOCAB_FILE))
+  vocab.write_copy(os.path.join(directory, VOCAB_FILE))
   tokenizer_json.write_tokenizer_json(
-      tokenization, os.path.join(directory, tokenizer_json.FILE_NAME))
+      tokenization, os.path.join(directory, tokenizer_json.FILE_NAME), vocab)
   manifest = dict(
       format=name, files=FILES[name], vocab_file=VOCAB_FILE,
       tokenizer_file=tokenizer_json.FILE_NAME,
@@ -340,7 +343,8 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
   with open(os.path.join(directory, artifact_runtime.MANIFEST), "w",
             encoding="utf-8") as f:
     json.dump(manifest, f, indent=1)
-  manifest["check"] = check_artifact(directory, encoder_model, tokenization)
+  manifest["check"] = check_artifact(directory, encoder_model, tokenization,
+                                     vocab)
   with open(os.path.join(directory, artifact_runtime.MANIFEST), "w",
             encoding="utf-8") as f:
     json.dump(manifest, f, indent=1)
@@ -348,11 +352,13 @@ def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,
 
 
 def check_artifact(directory: str, encoder_model: tf_keras.Model,
-                   tokenization: tokenization_lib.TokenizationConfig) -> dict:
+                   tokenization: tokenization_lib.TokenizationConfig,
+                   vocab: Optional[vocabulary.VocabularyFile] = None) -> dict:
   """The smallest cosine, float32 and int8, between the artifact's
   embeddings of `PROBE_SENTENCES` and the SavedModel encoder's on the
-  in-graph tokenization."""
-  tokenizer = tokenization_lib.build_tokenizer(tokenization)
+  in-graph tokenization (`vocab`: the vocabulary file as read)."""
+  tokenizer = tokenization_lib.build_wordpiece_tokenizer(tokenization,
+                                                         vocab=vocab)
   reference = encoder_model(
       tokenizer.tokenize_and_pack(tf.constant(PROBE_SENTENCES)),
       training=False)["default"].numpy()
@@ -368,10 +374,14 @@ def check_artifact(directory: str, encoder_model: tf_keras.Model,
 def write_artifacts(directory: str, formats: Sequence[str],
                     encoder_model: tf_keras.Model,
                     tokenization: tokenization_lib.TokenizationConfig,
-                    log: Callable[[str], None] = print) -> Dict[str, dict]:
+                    log: Callable[[str], None] = print,
+                    vocab: Optional[vocabulary.VocabularyFile] = None
+                    ) -> Dict[str, dict]:
   """Writes `directory/<format>/` for each artifact format of `formats`;
   one that cannot be made is reported with `log` in one line and left out.
-  Returns the manifests of those written."""
+  Returns the manifests of those written. `vocab`: the run's vocabulary
+  file as read (the run record's), shared by every format."""
+  vocab = vocabulary.read_vocabulary(tokenization.vocab_file, vocab)
   written = {}
   for name in formats:
     if name not in _WRITERS:
@@ -379,7 +389,8 @@ def write_artifacts(directory: str, formats: Sequence[str],
     path = os.path.join(directory, name)
     log(f"Writing the {name} artifact (float32 and int8)...")
     try:
-      written[name] = write_artifact(path, name, encoder_model, tokenization)
+      written[name] = write_artifact(path, name, encoder_model, tokenization,
+                                     vocab)
     except ArtifactUnavailable as error:
       shutil.rmtree(path, ignore_errors=True)
       log(f"export: {name} not written: this model does not convert "

@@ -31,18 +31,17 @@ import dataclasses
 import os
 from typing import Optional, Sequence
 
-import numpy as np
-import tensorflow as tf
 
 from cmlm.export import artifacts as artifacts_lib
 from cmlm.export import encoder as encoder_lib
-from cmlm.export import card_facts
-from cmlm.export import model_card
 from cmlm.export import preprocessor as preprocessor_lib
 from cmlm.export import publish
-from cmlm.export import sentence_transformers_card
 from cmlm.export import sentence_transformers_folder
 from cmlm.export import serving as serving_lib
+from cmlm.export.cards import card_facts
+from cmlm.export.cards import model_card
+from cmlm.export.cards import sentence_transformers_card
+from cmlm.inference import layout
 from cmlm.inference import run_record
 from cmlm.modeling import principal_component_removal as pcr
 from cmlm.training import atomic
@@ -89,7 +88,7 @@ def export_run(model_dir: str, export_dir: str,
     export_mlm: give the encoder the `.mlm` subobject.
     eval_report: the run's `cmlm eval` report.json (or its directory) for
       the model card; default `<model_dir>/eval/report.json` if present.
-    write_card: write the model card `README.md` (`export.model_card`)
+    write_card: write the model card `README.md` (`export.cards.model_card`)
       beside the three SavedModels.
     card_options: what the user states for the card and `export_info.json`
       (model name, datasets, license, language; `card_facts.CardOptions`).
@@ -123,8 +122,9 @@ def export_run(model_dir: str, export_dir: str,
   card_options = card_facts.check_options(card_options or
                                           card_facts.CardOptions())
   formats = artifacts_lib.parse_formats(formats)
-  # The run, read once: params, checkpoint, origin and (for the card) the
-  # evaluation report; a missing or unreadable --eval_report fails here.
+  # The run, read once: params, checkpoint, vocabulary, origin and (for the
+  # card) the evaluation report; a missing or unreadable --eval_report fails
+  # here. Everything below takes what it read.
   run = run or run_record.read_run(
       model_dir, checkpoint, eval_report=eval_report if write_card else None,
       find_report=write_card)
@@ -148,17 +148,17 @@ def export_run(model_dir: str, export_dir: str,
 
   # Build everything first: a bad checkpoint, vocabulary or config fails
   # before anything is written.
-  tokenization = params.task.tokenization
+  tokenization, vocab = run.tokenization, run.vocabulary
   # The encoder alone (and CMLM's head for --mlm): no other objective's head
   # or state, nor the optimizer, is read or exported.
-  restored = run_dir.restore_encoder(params, checkpoint_path,
-                                     with_mlm_head=export_mlm)
+  restored = run.restore_encoder(with_mlm_head=export_mlm)
   encoder, mlm_head = restored if export_mlm else (restored, None)
   encoder_model = encoder_lib.build_export_encoder(encoder, mlm_head)
   preprocessor = preprocessor_lib.Preprocessor(tokenization.vocab_file,
                                                tokenization.lower_case,
                                                tokenization.seq_length,
-                                               tokenization.text_normalization)
+                                               tokenization.text_normalization,
+                                               vocab)
   # The serving model gets its own functional model over the same layers,
   # without the MLM head.
   serving_encoder = encoder_lib.build_export_encoder(encoder)
@@ -190,7 +190,7 @@ def export_run(model_dir: str, export_dir: str,
                                       normalize, components,
                                       encoder.pooling_head)
     result.artifacts = artifacts_lib.write_artifacts(
-        directory, formats, serving_encoder, tokenization)
+        directory, formats, serving_encoder, tokenization, vocab=vocab)
     if result.artifacts and extra_signatures:
       print(f"export: {', '.join(result.artifacts)} carry the `default` "
             f"embedding only; {', '.join(extra_signatures)} (the pooling "
@@ -201,9 +201,9 @@ def export_run(model_dir: str, export_dir: str,
           os.path.join(directory, sentence_transformers_folder.DIRECTORY),
           encoder, serving_encoder, tokenization, params.task.model,
           normalize, lambda manifest: sentence_transformers_card.folder_card(
-              facts, manifest))
+              facts, manifest), vocab=vocab)
     if write_card:  # rendered once, with the artifacts written above
-      with open(os.path.join(directory, card_facts.CARD_FILE), "w",
+      with open(os.path.join(directory, layout.CARD_FILE), "w",
                 encoding="utf-8") as f:
         f.write(model_card.model_card(facts, result.artifacts,
                                       result.sentence_transformers))
@@ -217,32 +217,3 @@ def export_run(model_dir: str, export_dir: str,
                        n_parameters=serving_encoder.count_params(),
                        **card_facts.export_info(facts)), targets)
   return result
-
-
-def export_and_reload(model_dir: str, in_memory_encoder, sentences,
-                      export_dir: Optional[str] = None) -> str:
-  """The demo's last step: export, reload with `hub.KerasLayer`, compare.
-
-  Exports the latest checkpoint of `model_dir` to `export_dir` (default
-  `<model_dir>/export`, replaced if present), reloads the encoder and
-  preprocessor through `hub.KerasLayer` and compares their embeddings of
-  `sentences` with `in_memory_encoder` fed the training tokenization.
-
-  Returns:
-    A one-line summary to print.
-  """
-  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-  export_dir = export_dir or os.path.join(model_dir, "export")
-  run = run_record.read_run(model_dir)
-  result = export_run(model_dir, export_dir, overwrite=True, run=run)
-  tokenizer = run_dir.build_tokenizer(run.params)
-  batch = tf.constant(list(sentences))
-  preprocess = hub.KerasLayer(os.path.join(result.version_dir, "preprocessor"))
-  encode = hub.KerasLayer(os.path.join(result.version_dir, "encoder"))
-  reloaded = encode(preprocess(batch))["default"]
-  expected = in_memory_encoder(tokenizer.tokenize_and_pack(batch),
-                               training=False)["default"]
-  difference = float(np.max(np.abs(reloaded.numpy() - expected.numpy())))
-  return (f"exported to {result.export_dir}; hub.KerasLayer reload: "
-          f"max |diff| vs in-memory = {difference:.1e} over {len(sentences)} "
-          "sentences")

@@ -2,14 +2,14 @@
 
     package_export(export_dir, package_dir, overwrite=False) -> [paths]
 
-reads the export's published version once (`publish.resolve`: `current`'s
+reads the export's published version once (`layout.resolve`: `current`'s
 target, a version that is never written to again, so the archives are of one
 export even while another export runs) and writes
 
     P/encoder.tar.gz        each SavedModel as tfhub.dev and Kaggle Models
     P/preprocessor.tar.gz   take one: `saved_model.pb`, `variables/`,
     P/serving.tar.gz        `assets/`... at the archive's root
-    P/README.md             the model card (`export.model_card`)
+    P/README.md             the model card (`export.cards.model_card`)
     P/model-metadata.json           Kaggle's metadata for `kaggle models
     P/model-instance-metadata.json  create` / `kaggle models instances
                                     create`: every field the kaggle client
@@ -31,12 +31,12 @@ import re
 import tarfile
 from typing import List
 
-from cmlm.export import card_facts
-from cmlm.export import model_card
-from cmlm.export import publish
+from cmlm.export.cards import model_card
+from cmlm.inference import layout
+from cmlm.inference import run_facts
 from cmlm.training import atomic
 
-PARTS = publish.PARTS
+PARTS = layout.PARTS
 KAGGLE_FRAMEWORK = "tensorFlow2"
 OWNER_PLACEHOLDER = "INSERT_OWNER_SLUG_HERE"  # the Kaggle user or organization
 INSTANCE_SLUG = "default"  # the variation: one per model
@@ -60,15 +60,15 @@ def pack_saved_model(saved_model_dir: str, archive: str) -> None:
 
 
 def check_license(license_id: str, export_dir: str = "") -> str:
-  """Kaggle's name for `license_id` (`card_facts.LICENSES`); a ValueError
+  """Kaggle's name for `license_id` (`run_facts.LICENSES`); a ValueError
   of one line when there is none (an export without a license)."""
-  name = card_facts.LICENSES.get(license_id or "")
+  name = run_facts.LICENSES.get(license_id or "")
   if name is None:
     raise ValueError(
         f"{export_dir or 'The export'} states no license for its weights "
         f"({license_id or 'none recorded'}), and Kaggle Models takes no model "
         "without one: export with --license=SPDX_ID (one of "
-        f"{', '.join(card_facts.LICENSES)}) to pack it.")
+        f"{', '.join(run_facts.LICENSES)}) to pack it.")
   return name
 
 
@@ -85,16 +85,16 @@ def package_export(export_dir: str, package_dir: str,
   if not package_dir:
     raise ValueError("--package_dir must name the directory to write the "
                      ".tar.gz archives into.")
-  version_dir = publish.resolve(export_dir)
+  version_dir = layout.resolve(export_dir)
   missing = [part for part in PARTS if not os.path.isfile(
       os.path.join(version_dir, part, "saved_model.pb"))]
   if missing:
     raise FileNotFoundError(f"{export_dir} has no {', '.join(missing)} "
                             "SavedModel to pack; export it first.")
-  info = publish.read_info(os.path.join(version_dir, "encoder")) or {}
+  info = layout.read_info(os.path.join(version_dir, "encoder")) or {}
   license_name = check_license(info.get("license", ""), export_dir)
   atomic.check_writable([package_dir], overwrite)
-  card = os.path.join(version_dir, card_facts.CARD_FILE)
+  card = os.path.join(version_dir, layout.CARD_FILE)
   card_text = ""
   if os.path.isfile(card):
     with open(card, encoding="utf-8") as f:
@@ -105,13 +105,13 @@ def package_export(export_dir: str, package_dir: str,
   title = title.replace("`", "")[:50]
   model_slug = slug(info.get("model_name", "")) or slug(title)
   names = [f"{part}.tar.gz" for part in PARTS] + [
-      card_facts.CARD_FILE, "model-metadata.json",
+      layout.CARD_FILE, "model-metadata.json",
       "model-instance-metadata.json"]
   with atomic.atomic_directory(package_dir, overwrite) as temporary:
     for part in PARTS:
       pack_saved_model(os.path.join(version_dir, part),
                        os.path.join(temporary, f"{part}.tar.gz"))
-    with open(os.path.join(temporary, card_facts.CARD_FILE), "w",
+    with open(os.path.join(temporary, layout.CARD_FILE), "w",
               encoding="utf-8") as f:
       f.write(card_text)
     origin_url = info.get("origin_url", "")

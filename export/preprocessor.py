@@ -18,6 +18,8 @@ an asset and `do_lower_case` a variable, as in Model Garden's
 TensorFlow ops: TF Text's `RoundRobinTrimmer` emits `RoundRobinTrim`, an op
 missing from TF Serving (tensorflow/serving#2267).
 """
+from typing import Optional
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -143,18 +145,22 @@ class Preprocessor(tf.Module):
     seq_length: the packed length of a plain call (the training length).
     text_normalization: "tf_text" or "huggingface", as in training
       (`data_pipelines.tokenization`).
+    vocab: `vocab_file` already read (`vocabulary.read_vocabulary`; the run
+      record's); read here when not given.
   """
 
   def __init__(self, vocab_file: str, lower_case: bool, seq_length: int,
-               text_normalization: str = "tf_text"):
+               text_normalization: str = "tf_text",
+               vocab: Optional[vocabulary.VocabularyFile] = None):
     super().__init__(name="preprocessor")
-    vocab = vocabulary.load_vocab(vocab_file)  # one clear error if unusable
+    # One clear error if unusable.
+    vocab = vocabulary.read_vocabulary(vocab_file, vocab)
     if seq_length < 3:
       raise ValueError(f"seq_length={seq_length} leaves no room for a token "
                        "between [CLS] and [SEP]; use 3 or more.")
-    ids = vocabulary.special_token_ids(vocab)
+    ids = vocabulary.special_token_ids(vocab.tokens)
     special_tokens = dict(
-        vocab_size=len(vocab), start_of_sequence_id=ids[vocabulary.CLS],
+        vocab_size=len(vocab.tokens), start_of_sequence_id=ids[vocabulary.CLS],
         end_of_segment_id=ids[vocabulary.SEP],
         padding_id=ids[vocabulary.PAD], mask_id=ids[vocabulary.MASK])
     self.vocab_file = tf.saved_model.Asset(vocab_file)
@@ -164,7 +170,7 @@ class Preprocessor(tf.Module):
                                   name="seq_length")
     tokenizer = tokenization.WordPieceTokenizer(
         vocab_file, seq_length, lower_case=lower_case,
-        text_normalization=text_normalization)
+        text_normalization=text_normalization, vocab=vocab)
     self.tokenize = _Tokenize(tokenizer, special_tokens)
     self.bert_pack_inputs = _BertPackInputs(seq_length, special_tokens)
 

@@ -50,20 +50,18 @@ import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 
 from cmlm.inference import integrity
-from cmlm.inference.layout import ARTIFACT_INFO_FILE  # noqa: F401
-from cmlm.inference.layout import ARTIFACT_PARTS  # noqa: F401
-from cmlm.inference.layout import CARD_FILE  # noqa: F401
+from cmlm.inference.layout import ARTIFACT_INFO_FILE
+from cmlm.inference.layout import ARTIFACT_PARTS
+from cmlm.inference.layout import CARD_FILE
 from cmlm.inference.layout import CURRENT
 from cmlm.inference.layout import INFO_FILE
 from cmlm.inference.layout import PARTS
-from cmlm.inference.layout import read_info  # noqa: F401
-from cmlm.inference.layout import resolve  # noqa: F401
 from cmlm.inference.layout import VERSIONS_DIR
 from cmlm.training import atomic
 from cmlm.training import run_lock
 
-# The layout's names, `resolve` and `read_info` are the readers' too
-# (`inference.layout`).
+# The layout's names, `resolve` and `read_info` are the readers'
+# (`inference.layout`); this module writes that layout.
 LOCK_FILE_NAME = ".cmlm-export.lock"
 PRUNE_AFTER_S = 600.0
 _LEFTOVER_PREFIXES = (".tmp-", ".old-")
@@ -167,7 +165,7 @@ def publish(export_dir: str, name: str, version: int) -> None:
         os.path.islink(link) and
         os.readlink(link) == os.path.join(CURRENT, part)):
       os.unlink(link)
-  # README.md: the model card (export.model_card), when the version has one.
+  # README.md: the model card (export.cards.model_card), when the version has one.
   card = os.path.join(version_dir, CARD_FILE)
   for part in ("encoder", "preprocessor") + tuple(
       part for part in ARTIFACT_PARTS

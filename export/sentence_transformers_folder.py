@@ -43,7 +43,7 @@ lacks) is refused in one line before anything is written
 import json
 import os
 import shutil
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -189,12 +189,11 @@ def _write_json(path: str, value) -> None:
 
 
 def _write_tokenizer(directory: str,
-                     tokenization: tokenization_lib.TokenizationConfig
-                     ) -> None:
-  shutil.copyfile(tokenization.vocab_file,
-                  os.path.join(directory, "vocab.txt"))
+                     tokenization: tokenization_lib.TokenizationConfig,
+                     vocab: vocabulary.VocabularyFile) -> None:
+  vocab.write_copy(os.path.join(directory, "vocab.txt"))
   tokenizer_json.write_tokenizer_json(
-      tokenization, os.path.join(directory, tokenizer_json.FILE_NAME))
+      tokenization, os.path.join(directory, tokenizer_json.FILE_NAME), vocab)
   special = {"pad_token": vocabulary.PAD, "unk_token": vocabulary.UNK,
              "cls_token": vocabulary.CLS, "sep_token": vocabulary.SEP,
              "mask_token": vocabulary.MASK}
@@ -229,8 +228,8 @@ def _write_modules(directory: str, pooling: str, dimension: int,
                "default_prompt_name": None, "similarity_fn_name": "cosine"})
 
 
-def check_onnx(directory: str, serving_encoder, tokenization, pooling: str
-               ) -> dict:
+def check_onnx(directory: str, serving_encoder, tokenization, pooling: str,
+               vocab: Optional[vocabulary.VocabularyFile] = None) -> dict:
   """The smallest cosine, float32 and int8, between the ONNX files read
   with `tokenizer.json` and pooled as the folder's Pooling, and the
   export's encoder on the in-graph tokenization, over
@@ -244,7 +243,8 @@ def check_onnx(directory: str, serving_encoder, tokenization, pooling: str
   import onnxruntime  # pylint: disable=g-import-not-at-top
   from tokenizers import Tokenizer  # pylint: disable=g-import-not-at-top
   sentences = list(artifacts.PROBE_SENTENCES)
-  tokenizer = tokenization_lib.build_tokenizer(tokenization)
+  tokenizer = tokenization_lib.build_wordpiece_tokenizer(tokenization,
+                                                         vocab=vocab)
   reference = serving_encoder(
       tokenizer.tokenize_and_pack(tf.constant(sentences)),
       training=False)["default"].numpy()
@@ -268,7 +268,8 @@ def write_folder(directory: str, encoder, serving_encoder,
                  tokenization: tokenization_lib.TokenizationConfig,
                  model_config, normalize: bool,
                  card: Callable[[dict], str],
-                 log: Callable[[str], None] = print) -> dict:
+                 log: Callable[[str], None] = print,
+                 vocab: Optional[vocabulary.VocabularyFile] = None) -> dict:
   """Writes the folder (module docstring) into the new `directory`.
 
   Args:
@@ -281,6 +282,7 @@ def write_folder(directory: str, encoder, serving_encoder,
     normalize: add the Normalize module (the export's `--normalize`).
     card: renders README.md from the returned manifest.
     log: where a line goes when the ONNX files cannot be made.
+    vocab: the run's vocabulary file as read (read here when not given).
 
   Returns:
     The manifest: files, pooling, normalize, and the ONNX check (or None).
@@ -293,13 +295,14 @@ def write_folder(directory: str, encoder, serving_encoder,
     >>> manifest["onnx"]["int8"]
     'onnx/model_qint8_avx512_vnni.onnx'
   """
+  vocab = vocabulary.read_vocabulary(tokenization.vocab_file, vocab)
   os.makedirs(directory)
   _write_json(os.path.join(directory, huggingface.CONFIG),
               huggingface_config(model_config.encoder))
   weight_files.write_safetensors(
       transformer_weights(encoder.transformer),
       os.path.join(directory, weight_files.SAFETENSORS))
-  _write_tokenizer(directory, tokenization)
+  _write_tokenizer(directory, tokenization, vocab)
   hidden_size = model_config.encoder.hidden_size
   _write_modules(directory, model_config.pooling, hidden_size,
                  int(tokenization.seq_length), normalize)
@@ -321,7 +324,7 @@ def write_folder(directory: str, encoder, serving_encoder,
         "sentence-transformers' torch backend.")
   else:
     manifest["check"] = check_onnx(directory, serving_encoder, tokenization,
-                                   model_config.pooling)
+                                   model_config.pooling, vocab)
   with open(os.path.join(directory, "README.md"), "w",
             encoding="utf-8") as f:
     f.write(card(manifest))

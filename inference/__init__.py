@@ -5,8 +5,12 @@ measures), above training (whose runs it reads):
 
   layout            an export as readers see it: its parts, `current`,
                     `export_info.json`, the serving signature
-  run_record        a training run read once: params, checkpoint, origin,
-                    evaluation report (for export, the card, packaging)
+  run_record        a training run read once: params, checkpoint, its
+                    vocabulary, origin, evaluation report; the one record
+                    export, the card, `load_embedder` and `cmlm.mteb_model`
+                    take
+  run_facts         what a run says of itself: license, languages, training
+                    data by name (the card's and MTEB's metadata)
   embedders         `load_embedder`: every model kind and backend as one
                     `Embedder` (encode, eval, pcr, the demo and
                     `cmlm.SentenceEncoder` load through it)

@@ -7,9 +7,9 @@
 `load_embedder` is the one loader `encode`, `eval`, `pcr`, the demo and
 `cmlm.SentenceEncoder` use. `model` is any of
 
-  * a training `--model_dir` (`params.yaml` + `ckpt-N`): its encoder restored
-    by `training.run_dir` (latest checkpoint, or `checkpoint`) and fed the
-    run's own tokenization;
+  * a training `--model_dir` (`params.yaml` + `ckpt-N`), or the run as
+    already read (`inference.run_record.RunRecord`): its encoder restored
+    (latest checkpoint, or `checkpoint`) and fed the run's own tokenization;
   * an export of `python -m cmlm export` (its published version), or any
     TF-Hub style `encoder/` + `preprocessor/` pair in one directory (the
     embedding is the encoder's `"default"`);
@@ -36,7 +36,7 @@ best-checkpoint selection). `embed` orders sentences by length so that each
 batch pads little, and returns rows in input order.
 """
 import os
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
@@ -46,6 +46,7 @@ from cmlm.data_pipelines.tokenization import STRING_BATCH
 from cmlm.inference import artifact_runtime
 from cmlm.inference import integrity
 from cmlm.inference import layout
+from cmlm.inference import run_record
 from cmlm.modeling import length_chunks
 from cmlm.modeling.embedder import Embedder
 from cmlm.modeling.embedder import as_embedder  # noqa: F401  (re-exported)
@@ -70,7 +71,8 @@ FLAG_NAMES = ("--model", "--checkpoint", "--backend", "--quantized")
 ARGUMENT_NAMES = ("model", "checkpoint", "backend", "quantized")
 
 
-def load_embedder(model: str, checkpoint: Optional[str] = None,
+def load_embedder(model: Union[str, run_record.RunRecord],
+                  checkpoint: Optional[str] = None,
                   backend: Optional[str] = None, quantized: bool = False,
                   names: Tuple[str, ...] = FLAG_NAMES) -> Embedder:
   """The `Embedder` of `model` (see the module docstring); errors name the
@@ -93,6 +95,11 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
   if quantized and backend == "saved_model":
     raise ValueError(f"{quantized_name}: the SavedModels are float32 only; "
                      "int8 is the tflite or onnx backend's.")
+  if isinstance(model, run_record.RunRecord):
+    if backend not in (None, "saved_model") or quantized:
+      raise _no_artifacts(backend_name, backend, quantized_name,
+                          f"{model_name}={model.model_dir}")
+    return run_embedder(model)
   model = os.fspath(model)
   if artifact_runtime.is_artifact(model):
     return _artifact_embedder(model, backend, quantized)
@@ -100,18 +107,16 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
       "," in model or run_dir.is_run_dir(model) or
       not tf.io.gfile.isdir(model) or
       not artifact_runtime.available_formats(layout.resolve(model))):
-    what = f"{backend_name}={backend}" if backend else quantized_name
-    raise ValueError(
-        f"{what} needs an export holding TFLite or ONNX artifacts "
-        f"(python -m cmlm export --formats=saved_model,tflite,onnx); "
-        f"{model_name}={model} holds none.")
+    raise _no_artifacts(backend_name, backend, quantized_name,
+                        f"{model_name}={model}")
   if checkpoint and "," in model:
     raise ValueError(f"{checkpoint_name} applies to a training run, not to "
                      f"{model_name}={model}.")
   if "," in model:
     return hub_pair_embedder(*model.split(",", 1), model_name=model_name)
   if run_dir.is_run_dir(model):
-    return run_embedder(model, checkpoint, checkpoint_name)
+    return run_embedder(run_record.read_run(
+        model, checkpoint, find_report=False, checkpoint_name=checkpoint_name))
   if checkpoint:
     raise ValueError(f"{checkpoint_name} applies to a training run; {model} "
                      f"holds no {run_dir.PARAMS_FILE}.")
@@ -174,18 +179,29 @@ def _artifact_embedder(directory: str, backend: Optional[str],
                   lengths_take_text=True, keep_alive=model)
 
 
-def run_embedder(model_dir: str, checkpoint: Optional[str] = None,
-                 checkpoint_name: str = "--checkpoint") -> Embedder:
-  """A training run's encoder, fed its training tokenization. The run's
-  casing is checked against the first batch it embeds (a warning)."""
-  run = run_dir.load_run(model_dir, checkpoint, checkpoint_name)
-  tokenization = run.params.task.tokenization
+def _no_artifacts(backend_name: str, backend: Optional[str],
+                  quantized_name: str, model: str) -> ValueError:
+  """The error for a backend or int8 asked of a model without artifacts."""
+  what = f"{backend_name}={backend}" if backend else quantized_name
+  return ValueError(
+      f"{what} needs an export holding TFLite or ONNX artifacts "
+      f"(python -m cmlm export --formats=saved_model,tflite,onnx); "
+      f"{model} holds none.")
+
+
+def run_embedder(run: run_record.RunRecord) -> Embedder:
+  """A training run's encoder, fed its training tokenization (the run as
+  `run_record.read_run` read it). The run's casing is checked against the
+  first batch it embeds (a warning)."""
+  tokenization = run.tokenization
   return encoder_embedder(
-      run.encoder, run.tokenizer, tokenization, run.checkpoint_path,
+      run.restore_encoder(), run.tokenizer(), tokenization,
+      run.checkpoint_path,
       check_first_batch=lambda sentences: unk_rate.check(
           tokenization, sentences[:unk_rate.SAMPLE_SENTENCES],
           "the evaluation data", refuse=False,
-          owner=f"{model_dir}'s task.tokenization", verbose=False))
+          owner=f"{run.model_dir}'s task.tokenization", verbose=False,
+          vocab=run.vocabulary))
 
 
 def pair_embedder(preprocessor, encoder) -> Embedder:

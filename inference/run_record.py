@@ -1,27 +1,33 @@
-"""A training run read once: what export, the model card and packaging use.
+"""A training run read once: the one record every reader of a run takes.
 
     run = read_run("runs/tiny")                # latest checkpoint
     run.params, run.checkpoint_path, run.step  # params.yaml, ckpt-N, its step
+    run.vocabulary                             # its vocabulary file, as read
     run.origin                                 # the import it is or starts from
     run.eval_report                            # its `cmlm eval` report, if any
+    run.tokenizer(), run.restore_encoder()     # made from what was read
 
 `read_run` reads the run's `params.yaml` (through `training.run_dir`, the
-one reader of it), finds the checkpoint and its step, the
-`import_info.json` of the run or of its `task.init_checkpoint`'s run, and
-the evaluation report; every error is one line, raised before anything is
-written. `export.exporter.export_run`, `export.card_facts.card_facts`,
-`export.card_facts.default_license` and `cmlm.mteb_model` take the record
-instead of reading the run again.
+one reader of it) and its vocabulary file once each, finds the checkpoint
+and its step, the `import_info.json` of the run or of its
+`task.init_checkpoint`'s run, and the evaluation report; every error is
+one line, raised before anything is written. The command builds the record
+and passes it on: `export.exporter.export_run` hands it (or what it read)
+to the preprocessor, the card, every artifact writer and agreement check
+and the sentence-transformers folder; `inference.embedders.load_embedder`
+and `cmlm.mteb_model` take it too, so neither reads the run again.
 """
 import dataclasses
 import json
 import os
 from typing import Optional
 
+from cmlm.data_pipelines import tokenization as tokenization_lib
+from cmlm.data_pipelines import vocabulary as vocabulary_lib
 from official.core import config_definitions as cfg
 from cmlm.inference import layout
 from cmlm.training import run_dir
-from cmlm.training.import_run import IMPORT_INFO_FILE
+from cmlm.training.run_dir import IMPORT_INFO_FILE
 
 # Where a run's `cmlm eval` report is looked for by default.
 EVAL_REPORT_PLACES = (os.path.join("eval", "report.json"), "report.json")
@@ -39,11 +45,36 @@ class RunRecord:
   params: cfg.ExperimentConfig
   checkpoint_path: str
   step: int
+  # `task.tokenization.vocab_file`, read and checked once.
+  vocabulary: vocabulary_lib.VocabularyFile
   # The import_info.json of the run (`imported_here` True) or of the run its
   # task.init_checkpoint names (False); None for a run trained from scratch.
   origin: Optional[dict] = None
   eval_report_path: Optional[str] = None
   eval_report: Optional[dict] = None
+
+  @property
+  def tokenization(self) -> tokenization_lib.TokenizationConfig:
+    """The run's `task.tokenization`."""
+    return self.params.task.tokenization
+
+  def tokenizer(self, seq_length: Optional[int] = None
+                ) -> tokenization_lib.WordPieceTokenizer:
+    """The run's tokenizer, as its training data had it (`seq_length`
+    replaces the run's), made from the vocabulary as read."""
+    return tokenization_lib.build_wordpiece_tokenizer(
+         self.tokenization, seq_length, self.vocabulary)
+
+  def restore_encoder(self, with_mlm_head: bool = False):
+    """The run's encoder restored from the record's checkpoint (and CMLM's
+    head with `with_mlm_head`; `training.run_dir.restore_encoder`)."""
+    return run_dir.restore_encoder(self.params, self.checkpoint_path,
+                                   with_mlm_head, self.vocabulary)
+
+
+def is_run(model: str) -> bool:
+  """Whether `model` names a training run (not a pair of SavedModels)."""
+  return "," not in model and run_dir.is_run_dir(model)
 
 
 def read_run(model_dir: str, checkpoint: Optional[str] = None,
@@ -73,6 +104,8 @@ def read_run(model_dir: str, checkpoint: Optional[str] = None,
   return RunRecord(
       model_dir=model_dir, params=params, checkpoint_path=checkpoint_path,
       step=run_dir.checkpoint_step(checkpoint_path),
+      vocabulary=vocabulary_lib.read_vocabulary(
+          params.task.tokenization.vocab_file),
       origin=find_origin(model_dir, params), eval_report_path=report_path,
       eval_report=read_eval_report(report_path) if report_path else None)
 

@@ -30,9 +30,9 @@ import numpy as np
 import tensorflow as tf
 
 from official.core import train_utils
+from cmlm.data_pipelines import tokenization
 from cmlm.modeling import embedder
 from cmlm.modeling.vectors import l2_normalize
-from cmlm.training import run_dir
 
 # sentences -> [len(sentences), hidden] embeddings, L2-normalised.
 Embed = Callable[[List[str]], np.ndarray]
@@ -114,7 +114,8 @@ class BestCheckpointSelector:
     self._scorer = scorer
     self._global_step = global_step
     self._embedder = embedder.encoder_embedder(
-        model.encoder, run_dir.build_tokenizer(params, vocab=vocab))
+        model.encoder, tokenization.build_wordpiece_tokenizer(
+            params.task.tokenization, vocab=vocab))
     self._checkpoint = tf.train.Checkpoint(global_step=global_step,
                                            **model.checkpoint_items)
     self.exporter = StepNamedExporter(

@@ -23,7 +23,7 @@ initialised. It is written to a temporary directory and renamed into place,
 so an error leaves nothing behind.
 
 `import_info.json` records where the weights came from, for the model card
-export writes (export/model_card.py): the source's name (`--source_name`, a
+export writes (export/cards/model_card.py): the source's name (`--source_name`, a
 Hugging Face cache's `org/name`, the H1 title of its README.md, or the
 directory's base name: never a path of this machine), its kind, and what
 its README.md's front matter states (license, languages, datasets) and its
@@ -53,7 +53,6 @@ from cmlm.training import task as task_lib
 
 FORMATS = ("huggingface", "model_garden", "tf_hub")
 VOCAB_FILE = "vocab.txt"
-IMPORT_INFO_FILE = "import_info.json"  # export/model_card.py reads it
 DEFAULT_SEQ_LENGTH = 256  # cmlm/en_base's
 
 
@@ -200,7 +199,7 @@ def import_model(source: str, model_dir: str,
     shutil.copyfile(imported.vocab_file, os.path.join(temporary, VOCAB_FILE))
     hyperparams.save_params_dict_to_yaml(
         params, os.path.join(temporary, run_dir.PARAMS_FILE))
-    with open(os.path.join(temporary, IMPORT_INFO_FILE), "w",
+    with open(os.path.join(temporary, run_dir.IMPORT_INFO_FILE), "w",
               encoding="utf-8") as f:
       json.dump(origin, f, indent=1, ensure_ascii=False)
     checkpoint = tf.train.Checkpoint(

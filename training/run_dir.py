@@ -1,16 +1,17 @@
-"""A run directory, read back: its config, tokenizer and trained encoder.
+"""A run directory, read back: its config, checkpoints and trained encoder.
 
 `python -m cmlm train` (and `stages`, `import`) leaves in its `--model_dir`
 the full experiment config (`params.yaml`, Model Garden's
-`train_utils.serialize_config`) and checkpoints `ckpt-N` whose items are
+`train_utils.serialize_config`), checkpoints `ckpt-N` whose items are
 named (`training/task.py`): `encoder`, `<objective>_head`,
-`<objective>_state`, `model`, `optimizer`, `global_step`. Every command that
-reads a run — export, eval, pcr, encode, a later stage, the importer's
-output — goes through this module: the config is read as the one
-sentence-encoder task's (no guessing from YAML keys), the tokenizer is made
-from the run's `task.tokenization`, and the encoder (plus, for `--mlm`, the
-CMLM head) is restored by item name. Errors say clearly why a directory or
-checkpoint cannot be read, before anything is written.
+`<objective>_state`, `model`, `optimizer`, `global_step`, and, for an
+import, `import_info.json` (`IMPORT_INFO_FILE`). Every command that reads a
+run goes through this module: the config is read as the one
+sentence-encoder task's (no guessing from YAML keys) and the encoder (plus,
+for `--mlm`, the CMLM head) is restored by item name. Errors say clearly
+why a directory or checkpoint cannot be read, before anything is written.
+The readers' record of a run, read once with its vocabulary and tokenizer,
+is `inference.run_record.RunRecord`.
 """
 import dataclasses
 import os
@@ -19,10 +20,8 @@ from typing import Optional
 import tensorflow as tf
 import yaml
 
-from cmlm.data_pipelines import tokenization
 from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
-from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
 from official.modeling.hyperparams import params_dict
 from cmlm.training import checkpoint_integrity
@@ -31,6 +30,9 @@ from cmlm.training import compat
 from cmlm.training import task as task_lib
 
 PARAMS_FILE = "params.yaml"
+# What `python -m cmlm import` records of the model a run was imported from
+# (`training.import_run`); `inference.run_record` reads it as the origin.
+IMPORT_INFO_FILE = "import_info.json"
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 # What reading a damaged, truncated or foreign checkpoint raises.
 _READ_ERRORS = checkpoint_integrity.READ_ERRORS
@@ -117,16 +119,6 @@ def resolve_init_checkpoint(path: str) -> InitCheckpoint:
   return InitCheckpoint(path, prefix, directory, load_params(directory))
 
 
-def build_tokenizer(params: cfg.ExperimentConfig,
-                    seq_length: Optional[int] = None,
-                    vocab: Optional[vocabulary.VocabularyFile] = None
-                    ) -> tokenization.WordPieceTokenizer:
-  """The run's tokenizer (`task.tokenization`), as its training data had
-  (`vocab`: its vocabulary file, already read)."""
-  return tokenization.build_tokenizer(params.task.tokenization, seq_length,
-                                      vocab)
-
-
 def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None,
                     checkpoint_name: str = "--checkpoint") -> str:
   """The checkpoint prefix to read: `checkpoint` if given, else the newest
@@ -161,7 +153,8 @@ def cmlm_objective_name(params: cfg.ExperimentConfig) -> Optional[str]:
 
 
 def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
-                    with_mlm_head: bool = False):
+                    with_mlm_head: bool = False,
+                    vocab: Optional[vocabulary.VocabularyFile] = None):
   """Builds the run's encoder and restores its `encoder` checkpoint item.
 
   With `with_mlm_head`, also the CMLM objective's head (`<name>_head`).
@@ -171,7 +164,7 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
 
   The run's vocabulary is checked against its embedding table first (the
   reading edge's one check; training checks at its own,
-  `prepared_run.prepare`).
+  `prepared_run.prepare`); `vocab` is that file already read.
 
   Returns:
     The `SiameseEncoder`, or (encoder, `ConditionalMlmHead`) with
@@ -179,7 +172,8 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
   """
   task_config = params.task
   task_lib.check_vocab_matches_encoder(task_config.tokenization.vocab_file,
-                                       task_config.model.encoder.vocab_size)
+                                       task_config.model.encoder.vocab_size,
+                                       vocab)
   encoder = model_builder.build_siamese_encoder(
       task_config.model, seq_length=task_config.tokenization.seq_length)
   dummy = dummy_encoder_inputs(task_config.tokenization.seq_length)
@@ -209,28 +203,6 @@ def dummy_encoder_inputs(seq_length: int, batch_size: int = 1):
   ids = tf.ones([batch_size, seq_length], tf.int32)
   return dict(input_word_ids=ids, input_mask=ids,
               input_type_ids=tf.zeros_like(ids))
-
-
-@dataclasses.dataclass
-class Run:
-  """A run directory read back: config, checkpoint, tokenizer, encoder."""
-  model_dir: str
-  params: cfg.ExperimentConfig
-  checkpoint_path: str
-  tokenizer: tokenization.WordPieceTokenizer
-  encoder: SiameseEncoder
-
-
-def load_run(model_dir: str, checkpoint: Optional[str] = None,
-             checkpoint_name: str = "--checkpoint") -> Run:
-  """Reads `model_dir` (latest checkpoint, or `checkpoint`): its config,
-  tokenizer and restored encoder (`cmlm.inference.embedders.load_embedder`
-  embeds with them)."""
-  params = load_params(model_dir)
-  checkpoint_path = find_checkpoint(model_dir, checkpoint, checkpoint_name)
-  encoder = restore_encoder(params, checkpoint_path)
-  return Run(model_dir, params, checkpoint_path, build_tokenizer(params),
-             encoder)
 
 
 def _unreadable(checkpoint_path: str, error: Exception) -> str:

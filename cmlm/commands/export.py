@@ -8,7 +8,7 @@ Serving text-to-embedding SavedModel (export/exporter.py).
         [--license=apache-2.0] [--language=en] \
         [--formats=saved_model,tflite,onnx,sentence_transformers]
 
-Each export carries a model card, README.md (export/model_card.py), that
+Each export carries a model card, README.md (export/cards/model_card.py), that
 names no path of this machine; --model_name, --dataset_name, --license and
 --language state what the run cannot tell. --package_dir also packs the
 export as .tar.gz archives for TF-Hub and Kaggle Models
@@ -98,7 +98,7 @@ flags.DEFINE_list("language", None, "The languages the model reads, ISO 639 "
 
 def card_options():
   """The card's flags, checked: one error line for a bad value."""
-  from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
+  from cmlm.export.cards import card_facts  # pylint: disable=g-import-not-at-top
   return card_facts.check_options(card_facts.CardOptions(
       model_name=FLAGS.model_name or "",
       dataset_names=tuple(FLAGS.dataset_name or ()),
@@ -110,7 +110,7 @@ def main(argv) -> None:
   options = card_options()  # before TensorFlow loads, and before any work
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
-  from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top
   from cmlm.export import packaging  # pylint: disable=g-import-not-at-top
   from cmlm.inference import run_record  # pylint: disable=g-import-not-at-top
   from cmlm.training import atomic  # pylint: disable=g-import-not-at-top
@@ -125,7 +125,7 @@ def main(argv) -> None:
         eval_report=FLAGS.eval_report if FLAGS.model_card else None,
         find_report=FLAGS.model_card)
   if FLAGS.package_dir and run is not None:
-    packaging.check_license(card_facts.default_license(run, options))
+    packaging.check_license(run_facts.default_license(run, options.license))
   result = exporter.export_run(
       FLAGS.model_dir, FLAGS.export_dir, checkpoint=FLAGS.checkpoint,
       version=FLAGS.version, overwrite=FLAGS.overwrite,

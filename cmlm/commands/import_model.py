@@ -52,8 +52,8 @@ def main(argv) -> None:
   flag_parsing.parse("import", __doc__, FLAGS, argv)
   source_license = FLAGS.source_license
   if source_license:  # one line for a bad value, before any work
-    from cmlm.export import card_facts  # pylint: disable=g-import-not-at-top
-    source_license = card_facts.license_id(source_license, "--source_license")
+    from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top
+    source_license = run_facts.license_id(source_license, "--source_license")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import import_run  # pylint: disable=g-import-not-at-top
   result = import_run.import_model(

@@ -162,10 +162,11 @@ def override(name, core, seed, data, args):
 def core_unchanged(core, model_dir):
   """Whether every core variable of the lens run equals the core's."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from cmlm.training import run_dir  # pylint: disable=g-import-not-at-top
-  start, lensed = run_dir.load_run(core), run_dir.load_run(model_dir)
+  from cmlm.inference import run_record  # pylint: disable=g-import-not-at-top
+  start, lensed = (run_record.read_run(core).restore_encoder(),
+                   run_record.read_run(model_dir).restore_encoder())
   return all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(
-      start.encoder.transformer.weights, lensed.encoder.transformer.weights))
+      start.transformer.weights, lensed.transformer.weights))
 
 
 def run_unit(name, seed, core, args, store, data):

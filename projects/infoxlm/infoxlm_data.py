@@ -285,7 +285,8 @@ def build_mmlm_dataset(params: InfoXlmDataConfig,
   dataset = dataset.batch(_batch_size(params, input_context),
                           drop_remainder=params.is_training or
                           params.drop_remainder)
-  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
+  tokenizer = tokenization.build_wordpiece_tokenizer(
+      tokenization_config, vocab=vocab)
 
   def encode(lines, seed):
     packed = tokenizer.tokenize_and_pack(lines)
@@ -313,7 +314,8 @@ def build_tlm_dataset(params: InfoXlmDataConfig,
   dataset = _pair_stream(params, input_context).batch(
       _batch_size(params, input_context),
       drop_remainder=params.is_training or params.drop_remainder)
-  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
+  tokenizer = tokenization.build_wordpiece_tokenizer(
+      tokenization_config, vocab=vocab)
 
   def encode(pair, seed):
     source, target = pair
@@ -373,7 +375,8 @@ def build_xlco_dataset(params: InfoXlmDataConfig,
     if not params.is_training:
       partners = partners.repeat()
     dataset = tf.data.Dataset.zip((dataset, partners))
-  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
+  tokenizer = tokenization.build_wordpiece_tokenizer(
+      tokenization_config, vocab=vocab)
 
   def encode(pair, seed):
     if params.mixup:

@@ -26,7 +26,9 @@ def _ulr_level(level):
                       options.max_examples)
     return {"data": questions, "files": list(questions.paths)}
   return tasks.Task(f"ulr_{level}", "Li et al. 2020 table 2", "accuracy",
-                    "analogy/ulr", read, _evaluate)
+                    "analogy/ulr", read, _evaluate,
+                    card=tasks.CardEntry(task_name="Word analogy",
+                                         dataset=f"ULR analogies ({level})"))
 
 
 def _read_word_analogy(path, options):
@@ -42,5 +44,7 @@ for _level in analogy_readers.LEVELS:
   tasks.register_task(_ulr_level(_level), GROUP)
 tasks.register_task(
     tasks.Task("word_analogy", "Mikolov et al. 2013", "accuracy",
-               "analogy/questions-words.txt", _read_word_analogy, _evaluate),
+               "analogy/questions-words.txt", _read_word_analogy, _evaluate,
+               card=tasks.CardEntry(task_name="Word analogy",
+                                    dataset="Google word analogies")),
     GROUP)

@@ -169,7 +169,8 @@ def build_misad_dataset(params: MisadDataConfig,
   if params.is_training:
     dataset = dataset.shuffle(len(texts), seed=params.seed,
                               reshuffle_each_iteration=True).repeat()
-  tokenizer = tokenization.build_tokenizer(tokenization_config, vocab=vocab)
+  tokenizer = tokenization.build_wordpiece_tokenizer(
+      tokenization_config, vocab=vocab)
   dataset = dataset.map(
       lambda text, span: encode_marked(tokenizer, text, span,
                                        params.max_ngram_tokens),

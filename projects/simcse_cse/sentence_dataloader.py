@@ -150,8 +150,8 @@ class SentenceDataLoader:
                   else params.global_batch_size)
     drop_remainder = params.is_training or params.drop_remainder
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    tokenizer = tokenization.build_tokenizer(self._tokenization,
-                                             vocab=self._vocab)
+    tokenizer = tokenization.build_wordpiece_tokenizer(
+        self._tokenization, vocab=self._vocab)
     seq_length = self._tokenization.seq_length
     predictions = max_predictions(params, seq_length)
     seed = params.seed

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from cmlm import demo
+from cmlm.data_pipelines import tokenization
 from cmlm.evaluation import demo_measures
 from cmlm.experiments import registry_imports  # noqa: F401  (registers experiments)
 from official.core import exp_factory
@@ -24,7 +25,7 @@ from cmlm.training import run_dir
 def test_mean_pooled_baseline_reads_the_same_weights_with_mean_pooling():
   params = exp_factory.get_exp_config("cmlm/demo")
   assert params.task.model.pooling == "max"
-  tokenizer = run_dir.build_tokenizer(params)
+  tokenizer = tokenization.build_wordpiece_tokenizer(params.task.tokenization)
   encoder = task_factory.get_task(params.task).build_model().encoder
   pairs = [("Mr. Darcy came to the ball.", "He did not dance."),
            ("The nation is at peace.", "Our people prosper.")]

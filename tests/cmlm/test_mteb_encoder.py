@@ -8,7 +8,7 @@ import pytest
 
 import cmlm
 from cmlm import mteb_encoder
-from cmlm.export import publish
+from cmlm.inference import layout
 from tests.export import export_helpers
 
 mteb = pytest.importorskip("mteb", reason="mteb is a test dependency: pip "
@@ -26,7 +26,7 @@ def test_metadata_is_read_from_the_export_and_the_run(tiny):
   model = cmlm.mteb_model(tiny.result.export_dir)
   assert isinstance(model, mteb.EncoderProtocol)  # MTEB's own check
   meta = model.mteb_model_meta
-  info = publish.read_info(os.path.join(tiny.result.export_dir, "encoder"))
+  info = layout.read_info(os.path.join(tiny.result.export_dir, "encoder"))
   assert (meta.name, meta.revision) == ("local/" + info["model_name"],
                                        info["id"])
   assert meta.release_date == info["exported_at"][:10]

@@ -77,7 +77,7 @@ def test_pipeline_sequence_pairs_and_tfrecords_agree(tmp_path):
   from_text = helpers.restored_pairs(cmlm_dataloader.build_cmlm_dataset(
       data, token_config).as_numpy_iterator())
   assert len(from_text) == 10
-  tokenizer = tokenization.build_tokenizer(token_config)
+  tokenizer = tokenization.build_wordpiece_tokenizer(token_config)
   expected = sequence_packing.sequence_pairs(
       corpus.sentence_documents(corpus.read_documents(path)),
       sequence_packing.token_counter(token_config), SEQ_LENGTH - 2)

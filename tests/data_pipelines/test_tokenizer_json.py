@@ -45,7 +45,7 @@ def test_tokenizer_json_gives_the_in_graph_ids_on_fuzzed_text(
     config = tokenization.TokenizationConfig(
         vocab_file=vocab_file, lower_case=lower_case,
         text_normalization=text_normalization, seq_length=SEQ_LENGTH)
-    in_graph = tokenization.build_tokenizer(config)
+    in_graph = tokenization.build_wordpiece_tokenizer(config)
     pieces = in_graph.tokenize(tf.constant(strings))  # one call, 20,000 rows
     packed = in_graph.pack(pieces)["input_word_ids"].numpy()
     path = str(tmp_path / f"{lower_case}.json")
@@ -74,7 +74,7 @@ def test_tokenizer_json_gives_the_in_graph_ids_on_fuzzed_text(
 def test_special_tokens_are_text_and_decoding_gives_the_normalised_text(
     fuzzed):
   _, vocab, _ = fuzzed
-  tokenizer = tokenizer_json.build_tokenizer(vocab, 64, lower_case=True)
+  tokenizer = tokenizer_json.build_huggingface_tokenizer(vocab, 64, lower_case=True)
   cls, sep = vocab.index("[CLS]"), vocab.index("[SEP]")
   ids = tokenizer.encode("[CLS] Straße").ids
   assert ids[0] == cls and ids[-1] == sep
@@ -89,8 +89,8 @@ def test_special_tokens_are_text_and_decoding_gives_the_normalised_text(
 def test_bad_settings_are_one_clear_error(fuzzed):
   _, vocab, _ = fuzzed
   with pytest.raises(ValueError, match="text_normalization must be one of"):
-    tokenizer_json.build_tokenizer(vocab, 8, text_normalization="icu")
+    tokenizer_json.build_huggingface_tokenizer(vocab, 8, text_normalization="icu")
   with pytest.raises(ValueError, match="leaves no room"):
-    tokenizer_json.build_tokenizer(vocab, 2)
+    tokenizer_json.build_huggingface_tokenizer(vocab, 2)
   with pytest.raises(vocabulary.VocabularyError, match=r"lacks .*\[MASK\]"):
-    tokenizer_json.build_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"], 8)
+    tokenizer_json.build_huggingface_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]"], 8)

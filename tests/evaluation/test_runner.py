@@ -60,6 +60,11 @@ def test_report_holds_every_task_in_json_and_markdown(tmp_path):
   assert saved["tasks"]["sts-b"]["paper"] == "table 2"
   assert saved["tasks"]["cr"]["accuracy"] == 100.0
   assert saved["tasks"]["cr"]["data"][0].endswith("custrev.pos")
+  # How a model card files each result: the task's own entry, recorded.
+  assert saved["tasks"]["sts-b"]["card"] == {
+      "task_type": "sentence-similarity",
+      "task_name": "Semantic textual similarity", "dataset": "STS Benchmark"}
+  assert saved["tasks"]["cr"]["card"]["task_type"] == "text-classification"
   markdown = (tmp_path / "report" / "report.md").read_text()
   assert "| sts-b | table 2 | spearman |" in markdown
   assert ("| cr | table 1 | accuracy | 100.00 | 64 | 10-fold "

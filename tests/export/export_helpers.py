@@ -79,7 +79,8 @@ def tiny_export(tiny_run, tiny_export_result) -> TinyExport:
   params = run_dir.load_params(model_dir)
   assert params.task.tokenization.seq_length == SEQ_LENGTH
   return TinyExport(model_dir, tiny_export_result, trained.model,
-                    run_dir.build_tokenizer(params))
+                    tokenization.build_wordpiece_tokenizer(
+                        params.task.tokenization))
 
 
 def unit(rows: np.ndarray) -> np.ndarray:

@@ -10,14 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from cmlm.export import artifact_card
-from cmlm.inference import artifact_runtime
 from cmlm.export import artifacts
+from cmlm.export import exporter
+from cmlm.export.cards import artifact_card
+from cmlm.inference import artifact_runtime
 from cmlm.inference import embedders
 from cmlm.inference import encode_files
 from cmlm.inference import integrity
 from cmlm.inference import layout
-from cmlm.export import exporter
 from cmlm.modeling import length_chunks
 from tests.export import export_helpers
 

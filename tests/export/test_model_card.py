@@ -1,4 +1,4 @@
-"""The model card (export/model_card.py) and the hub packages
+"""The model card (export/cards/model_card.py) and the hub packages
 (export/packaging.py) of an export.
 
 A card a hub accepts as is: Hugging Face front matter (with `model-index`),
@@ -19,14 +19,17 @@ import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from cmlm.commands import export as export_command
+from cmlm.evaluation import tasks
+from cmlm.inference import run_facts
 from cmlm.experiments import registry_imports  # noqa: F401  (cmlm/en_base)
 from cmlm.export import exporter
-from cmlm.export import card_facts
-from cmlm.export import model_card
 from cmlm.export import packaging
-from cmlm.export import publish
+from cmlm.export.cards import card_facts
+from cmlm.export.cards import model_card
+from cmlm.inference import layout
 from cmlm.inference import run_record
 from cmlm.training import import_run
+from cmlm.training import run_dir
 from tests.export import export_helpers
 from tests.training import import_helpers
 
@@ -115,11 +118,14 @@ def eval_report_dir(tiny, tmp_path_factory):
       "model": tiny.model_dir, "created": "2026-01-01T00:00:00+00:00",
       "command_line": f"python -m cmlm eval --model={tiny.model_dir}",
       "subsample": {"max_examples_per_split": 50, "seed": 0},
+      # Each task's card entry as `cmlm eval` records it (its Task's).
       "tasks": {"sts-b": {"headline": "spearman", "spearman": 61.234,
                           "main_score": 61.234, "paper": "table 2",
+                          "card": tasks.TASKS["sts-b"].card.for_task("sts-b"),
                           "data": {"files": [str(directory / "sts.csv")]}},
                 "mr": {"headline": "accuracy", "accuracy": 70.5,
-                       "main_score": 70.5, "paper": "table 1"},
+                       "main_score": 70.5, "paper": "table 1",
+                       "card": tasks.TASKS["mr"].card.for_task("mr")},
                 # As evaluation/mteb_tasks.py records an MTEB task.
                 "STSBenchmark": {
                     "headline": "cosine_spearman", "cosine_spearman": 81.456,
@@ -238,6 +244,25 @@ def test_card_shows_the_run_s_eval_report(tiny, eval_report_dir):
                         eval_report=str(eval_report_dir / "none"))
 
 
+def test_a_task_s_card_entry_is_the_one_eval_recorded(tiny, tmp_path):
+  """A task the core does not know (a project's) is filed as its Task's
+  `CardEntry` says, as `cmlm eval` recorded it in the report."""
+  entry = tasks.CardEntry("text-classification", "Word analogy",
+                          "Google analogies").for_task("word_analogy")
+  (tmp_path / "report.json").write_text(json.dumps({"tasks": {
+      "word_analogy": {"headline": "accuracy", "accuracy": 50.0,
+                       "main_score": 50.0, "paper": "Mikolov et al. 2013",
+                       "card": entry}}}))
+  run = run_record.read_run(tiny.model_dir, tiny.result.checkpoint_path,
+                            eval_report=str(tmp_path))
+  card = model_card.model_card(card_facts.card_facts(run, 7, 16, True))
+  [result] = front_matter(card)["model-index"][0]["results"]
+  assert result["task"] == {"type": "text-classification",
+                            "name": "Word analogy"}
+  assert result["dataset"] == {"type": "word_analogy",
+                               "name": "Google analogies"}
+
+
 def test_card_states_what_the_user_gave(stated):
   export_dir, _ = stated
   card = read(os.path.join(export_dir, "README.md"))
@@ -251,7 +276,7 @@ def test_card_states_what_the_user_gave(stated):
   assert "guessed" not in card  # --language was given
   for section in HUB_SECTIONS + KAGGLE_SECTIONS:
     assert f"\n## {section}\n" in card
-  info = publish.read_info(os.path.join(export_dir, "encoder"))
+  info = layout.read_info(os.path.join(export_dir, "encoder"))
   assert (info["checkpoint"], info["model_name"], info["license"],
           info["datasets"]) == ("ckpt-4", "cmlm-tiny", "cc0-1.0",
                                 ["Pride and Prejudice"])
@@ -275,7 +300,7 @@ def test_an_import_s_card_credits_its_source(imported):
   # cmlm/en_base's recipe, which params.yaml holds, is not the model's.
   assert "1000000" not in card and "lamb" not in card
   assert "optimizer_config" not in card
-  with open(os.path.join(model_dir, run_record.IMPORT_INFO_FILE)) as f:
+  with open(os.path.join(model_dir, run_dir.IMPORT_INFO_FILE)) as f:
     assert json.load(f)["license"] == "apache-2.0"
 
 
@@ -298,16 +323,16 @@ def test_no_machine_path_in_card_export_info_or_package(
     export_dir, package_dir, model_dir = request.getfixturevalue(which)
   texts = {"README.md": read(os.path.join(export_dir, "README.md"))}
   graphs = {}  # binary: searched for the directories only
-  for part in publish.PARTS:
+  for part in layout.PARTS:
     texts[f"{part}/export_info.json"] = json_strings(
-        publish.read_info(os.path.join(export_dir, part)))
+        layout.read_info(os.path.join(export_dir, part)))
     for folder, _, files in os.walk(os.path.join(export_dir, part)):
       for name in files:
         if name.endswith(".pb"):
           with open(os.path.join(folder, name), "rb") as f:
             graphs[os.path.join(part, name)] = f.read()
   if model_dir:
-    with open(os.path.join(model_dir, run_record.IMPORT_INFO_FILE)) as f:
+    with open(os.path.join(model_dir, run_dir.IMPORT_INFO_FILE)) as f:
       texts["import_info.json"] = json_strings(json.load(f))
   for name in sorted(os.listdir(package_dir) if package_dir else []):
     path = os.path.join(package_dir, name)
@@ -370,7 +395,7 @@ def test_kaggle_metadata_has_what_the_kaggle_client_requires(which, request):
 
 
 def test_every_license_the_card_takes_is_one_kaggle_takes():
-  assert set(card_facts.LICENSES.values()) <= set(KAGGLE_LICENSES)
+  assert set(run_facts.LICENSES.values()) <= set(KAGGLE_LICENSES)
 
 
 def test_package_holds_each_saved_model_at_an_archive_s_root(
@@ -456,16 +481,13 @@ def test_dataset_name_of_an_objective_the_run_lacks_is_refused(tiny):
             dataset_names=("bitext_retrieval=europarl",)))
 
 
-def test_language_is_guessed_from_the_vocabulary(tiny, tmp_path):
-  from cmlm.training import run_dir  # pylint: disable=g-import-not-at-top
-  params = run_dir.load_params(tiny.model_dir)
-  assert card_facts._guess_languages(params) == ["en"]  # pylint: disable=protected-access
-  vocab = tmp_path / "vocab.txt"
-  vocab.write_text("\n".join(["[PAD]", "[UNK]", "the", "der", "東京", "京",
-                              "Москва", "##ва", "القاهرة", "नमस्ते"]),
-                   encoding="utf-8")
-  params.task.tokenization.vocab_file = str(vocab)
-  assert card_facts._guess_languages(params) == ["multilingual"]  # pylint: disable=protected-access
+def test_language_is_guessed_from_the_vocabulary(tiny):
+  run = run_record.read_run(tiny.model_dir, find_report=False)
+  params = run.params
+  assert run_facts.guess_languages(params, run.vocabulary.tokens) == ["en"]
+  tokens = ["[PAD]", "[UNK]", "the", "der", "東京", "京", "Москва", "##ва",
+            "القاهرة", "नमस्ते"]
+  assert run_facts.guess_languages(params, tokens) == ["multilingual"]
 
 
 def run_snippets(snippets, with_project: bool):
@@ -494,7 +516,7 @@ def test_card_and_readme_snippets_run_verbatim(tiny, tmp_path):
   """The card's snippet from the version's directory, and README.md's
   "Export, serve, encode" snippets from a directory where `exports/tiny` is
   an export: the TF-Hub ones without the project."""
-  version_dir = publish.resolve(tiny.result.export_dir)
+  version_dir = layout.resolve(tiny.result.export_dir)
   with open(os.path.join(version_dir, "README.md"), encoding="utf-8") as f:
     card_snippet = python_snippet(f.read())
   with open(os.path.join(export_helpers.REPO_ROOT, "README.md"),

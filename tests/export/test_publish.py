@@ -19,9 +19,10 @@ import pytest
 import cmlm.export  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from cmlm.inference import embedders
 from cmlm.export import exporter
 from cmlm.export import publish
+from cmlm.inference import embedders
+from cmlm.inference import layout
 
 SENTENCE = ["The whole export changes at once."]
 
@@ -33,9 +34,9 @@ def _read_loop(export_dir, stop, seen, errors):
       if not os.path.isfile(os.path.join(export_dir, "encoder",
                                          "saved_model.pb")):
         errors.append("EXPORT_DIR/encoder was missing")
-      version = publish.resolve(export_dir)
-      infos = [publish.read_info(os.path.join(version, part))
-               for part in publish.PARTS]
+      version = layout.resolve(export_dir)
+      infos = [layout.read_info(os.path.join(version, part))
+               for part in layout.PARTS]
       if None in infos or len({info["id"] for info in infos}) != 1:
         errors.append(f"a mix of exports in {version}: {infos}")
         continue
@@ -47,7 +48,7 @@ def _read_loop(export_dir, stop, seen, errors):
 
 def _stand_in(directory):
   """Writes what an export writes, as small files (one per part)."""
-  for part in publish.PARTS:
+  for part in layout.PARTS:
     os.makedirs(os.path.join(directory, part))
     with open(os.path.join(directory, part, "saved_model.pb"), "wb") as f:
       f.write(os.urandom(4096))
@@ -58,11 +59,11 @@ def _check_loop(export_dir, stop, errors, loads):
     if not os.path.isfile(os.path.join(export_dir, "encoder",
                                        "saved_model.pb")):
       errors.append("EXPORT_DIR/encoder was missing")
-    version = publish.resolve(export_dir)
+    version = layout.resolve(export_dir)
     try:
-      infos = [publish.read_info(os.path.join(version, part))
-               for part in publish.PARTS]
-      serving = publish.read_info(os.path.join(export_dir, "serving", "1"))
+      infos = [layout.read_info(os.path.join(version, part))
+               for part in layout.PARTS]
+      serving = layout.read_info(os.path.join(export_dir, "serving", "1"))
     except (OSError, ValueError) as error:
       errors.append(f"{type(error).__name__}: {error}")
       continue
@@ -98,7 +99,7 @@ def test_publish_export_is_seen_whole_by_readers_in_a_loop(tmp_path):
   assert not errors, errors[:3]
   assert len(loads) > 100
   assert not any(os.path.exists(path) for path in killed)
-  info = publish.read_info(os.path.join(export_dir, "encoder"))
+  info = layout.read_info(os.path.join(export_dir, "encoder"))
   assert info["id"] == "round 149" and info["version_name"] == "1.150"
   # Replaced versions are kept for readers still loading them, then pruned.
   assert len(os.listdir(os.path.join(export_dir, "versions"))) == 151
@@ -108,7 +109,7 @@ def test_publish_export_is_seen_whole_by_readers_in_a_loop(tmp_path):
   with pytest.raises(FileExistsError, match="--overwrite"):
     publish.publish_export(export_dir, 1, False, _stand_in, {"id": "x"},
                            [os.path.join(export_dir, "encoder")])
-  assert publish.read_info(os.path.join(export_dir, "encoder"))["id"] == (
+  assert layout.read_info(os.path.join(export_dir, "encoder"))["id"] == (
       "round 149")
 
 
@@ -122,8 +123,8 @@ def test_export_info_names_the_checkpoint_in_the_run_not_its_path(tmp_path):
   assert str(tmp_path) not in json.dumps(info)
   export_dir = str(tmp_path / "export")
   publish.publish_export(export_dir, 20, False, _stand_in, info)
-  for part in publish.PARTS:
-    written = publish.read_info(os.path.join(export_dir, "current", part))
+  for part in layout.PARTS:
+    written = layout.read_info(os.path.join(export_dir, "current", part))
     assert written == dict(info, version_name="20")
 
 
@@ -170,7 +171,7 @@ def test_overwrite_exports_are_seen_whole_by_a_reader_in_a_loop(
   # TF Serving's base path with one version; the replaced version is kept
   # for readers still loading it.
   assert os.path.realpath(os.path.join(export_dir, "encoder")) == (
-      os.path.join(publish.resolve(export_dir), "encoder"))
+      os.path.join(layout.resolve(export_dir), "encoder"))
   assert os.listdir(os.path.join(export_dir, "serving")) == ["1"]
   assert sorted(os.listdir(os.path.join(export_dir, "versions"))) == [
       "1", "1.1"]

@@ -10,9 +10,10 @@ import types
 import numpy as np
 import pytest
 
+from cmlm.data_pipelines import tokenization
 from cmlm.export import exporter
-from cmlm.export import sentence_transformers_card
 from cmlm.export import sentence_transformers_folder as folder_lib
+from cmlm.export.cards import sentence_transformers_card
 from cmlm.inference import embedders
 from cmlm.inference import run_record
 from cmlm.training import run_dir
@@ -57,7 +58,8 @@ def _folder(export) -> str:
 
 def _packed_ids(model_dir, sentences):
   params = run_dir.load_params(model_dir)
-  packed = run_dir.build_tokenizer(params).tokenize_and_pack(sentences)
+  packed = tokenization.build_wordpiece_tokenizer(
+      params.task.tokenization).tokenize_and_pack(sentences)
   return [list(row[mask == 1]) for row, mask in zip(
       packed["input_word_ids"].numpy(), packed["input_mask"].numpy())]
 

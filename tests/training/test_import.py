@@ -173,7 +173,7 @@ def test_model_dir_records_the_source_s_name_and_license(tmp_path):
       "---\nlicense: Apache-2.0\nlanguage: [en, de]\ndatasets: s2orc\n---\n"
       "\n# tiny-test-bert\n\n```bibtex\n@misc{tiny}\n```\n")
   result = importer.import_model(str(tmp_path / "hf"), str(tmp_path / "out"))
-  with open(os.path.join(result.model_dir, importer.IMPORT_INFO_FILE)) as f:
+  with open(os.path.join(result.model_dir, checkpoint_lib.IMPORT_INFO_FILE)) as f:
     info = json.load(f)
   assert info == {"source_name": "tiny-test-bert",
                   "source_format": "sentence-transformers", "url": "",

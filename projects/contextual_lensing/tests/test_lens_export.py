@@ -11,8 +11,8 @@ import tensorflow_hub as hub
 import yaml
 
 from cmlm.export import exporter
+from cmlm.inference import run_record
 from cmlm.projects.contextual_lensing import lenses
-from cmlm.training import run_dir
 from cmlm.training import run_config
 from cmlm.training import train
 
@@ -55,10 +55,11 @@ def lens_run(tiny_run, tmp_path_factory):
 
 
 def test_exported_lens_reproduces_the_in_process_one(lens_run, tmp_path):
-  run = run_dir.load_run(lens_run)
-  assert type(run.encoder.pooling_head).__name__ == "GatedConvLens"
+  run = run_record.read_run(lens_run)
+  encoder = run.restore_encoder()
+  assert type(encoder.pooling_head).__name__ == "GatedConvLens"
   batch = tf.constant(SENTENCES)
-  in_process = run.encoder(run.tokenizer.tokenize_and_pack(batch),
+  in_process = encoder(run.tokenizer().tokenize_and_pack(batch),
                            training=False)["default"].numpy()
   assert in_process.shape == (len(SENTENCES), 32)
   result = exporter.export_run(lens_run, str(tmp_path / "export"))
@@ -89,7 +90,7 @@ def test_a_run_of_the_older_layout_still_loads_and_exports(lens_run,
   `task.model.lens` and the checkpoint names the lens `encoder/lens`. They
   load (`compat.upgrade_params`, `compat.stored_encoder_part`) and export
   as they did."""
-  run = run_dir.load_run(lens_run)
+  run = run_record.read_run(lens_run)
   old = tmp_path / "old_run"
   old.mkdir()
   with open(os.path.join(lens_run, "params.yaml"), encoding="utf-8") as f:
@@ -98,7 +99,7 @@ def test_a_run_of_the_older_layout_still_loads_and_exports(lens_run,
   model["lens"] = model.pop("pooling_head")
   with open(old / "params.yaml", "w", encoding="utf-8") as f:
     yaml.safe_dump(params, f)
-  encoder = run.encoder
+  encoder = run.restore_encoder()
   tf.train.Checkpoint(
       encoder=tf.train.Checkpoint(transformer=encoder.transformer,
                                   lens=encoder.pooling_head),
@@ -106,13 +107,13 @@ def test_a_run_of_the_older_layout_still_loads_and_exports(lens_run,
   tf.compat.v1.train.update_checkpoint_state(str(old), str(old / "ckpt-2"))
   keys = [k for k, _ in tf.train.list_variables(str(old / "ckpt-2"))]
   assert any(k.startswith("encoder/lens/") for k in keys)
-  reread = run_dir.load_run(str(old))
+  reread = run_record.read_run(str(old))
   assert reread.params.task.model.pooling_head.type == "gated_conv"
   batch = tf.constant(SENTENCES)
-  expected = encoder(run.tokenizer.tokenize_and_pack(batch),
+  expected = encoder(run.tokenizer().tokenize_and_pack(batch),
                      training=False)["default"].numpy()
   np.testing.assert_allclose(
-      reread.encoder(reread.tokenizer.tokenize_and_pack(batch),
+      reread.restore_encoder()(reread.tokenizer().tokenize_and_pack(batch),
                      training=False)["default"], expected, atol=1e-6)
   result = exporter.export_run(str(old), str(tmp_path / "export"))
   binary = tf.saved_model.load(result.serving_dir).signatures[

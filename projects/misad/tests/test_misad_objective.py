@@ -220,7 +220,7 @@ def test_pipeline_maps_word_spans_onto_wordpiece_tokens(vocab_file, tmp_path):
   tokens = tokenization.TokenizationConfig(vocab_file=vocab_file,
                                            seq_length=12)
   batch = next(iter(misad_data.build_misad_dataset(config, tokens)))
-  tokenizer = tokenization.build_tokenizer(tokens)
+  tokenizer = tokenization.build_wordpiece_tokenizer(tokens)
   pieces = tokenizer.tokenize(tf.constant(["cityrk"])).to_list()[0]
   assert len(pieces) > 1
   ids = batch["input_word_ids"].numpy()[0]

@@ -2,7 +2,7 @@
 
 `folder_card(facts, manifest)` is the folder's own `README.md`: the Hugging
 Face Hub's front matter with `library_name: sentence-transformers`, the
-export card's overview, license and citation (`export.model_card`), and two
+export card's overview, license and citation (`export.cards.model_card`), and two
 snippets that run as written from the folder: sentence-transformers, and
 onnxruntime + `tokenizers` without torch nor the garden
 (`usage_snippets`, run by tests/export/test_sentence_transformers_folder.py).
@@ -11,9 +11,9 @@ The export's own card gives the folder a few lines
 """
 from typing import List
 
-from cmlm.export import artifact_card
-from cmlm.export import model_card
-from cmlm.export.card_facts import CardFacts
+from cmlm.export.cards import artifact_card
+from cmlm.export.cards import model_card
+from cmlm.export.cards.card_facts import CardFacts
 
 TAGS = ("sentence-transformers", "sentence-similarity", "feature-extraction",
         "transformers", "onnx", "safetensors")

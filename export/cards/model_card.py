@@ -7,7 +7,7 @@ TF-Hub and Kaggle Models.
     text = model_card(card_facts(run, version, embedding_dim, normalize,
                                  options=options))
 
-(the facts and the options: `export.card_facts`)
+(the facts and the options: `export.cards.card_facts`)
 
 One Markdown file, written into each exported version
 (`EXPORT_DIR/versions/<name>/README.md`, reached as `EXPORT_DIR/README.md`)
@@ -40,9 +40,10 @@ sections 2-3) and the run's other objectives, mean/cls/max pooled.
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cmlm.export import artifact_card
-from cmlm.export import card_facts as facts_lib
-from cmlm.export.card_facts import CardFacts
+from cmlm.export.cards import artifact_card
+from cmlm.export.cards import card_facts as facts_lib
+from cmlm.export.cards.card_facts import CardFacts
+from cmlm.inference import run_facts
 
 CMLM_BIBTEX = """@inproceedings{yang-etal-2021-universal,
     title = "Universal Sentence Representation Learning with Conditional Masked Language Model",
@@ -77,18 +78,6 @@ SBERT_BIBTEX = """@inproceedings{reimers-gurevych-2019-sentence,
     doi = "10.18653/v1/D19-1410",
     pages = "3982--3992",
 }"""
-# `cmlm eval`'s tasks as the Hub's model-index names them (task type, name).
-_STS = ("sentence-similarity", "Semantic textual similarity")
-_TRANSFER = ("text-classification", "SentEval transfer")
-_BITEXT = ("sentence-similarity", "Bitext retrieval")
-_EVAL_TASKS = {"sick-r": _STS, "tatoeba": _BITEXT, "mining": _BITEXT,
-               **{n: _TRANSFER for n in ("mr", "cr", "subj", "mpqa", "sst2",
-                                         "trec", "mrpc", "sick-e")}}
-_EVAL_DATASETS = {"sts-b": "STS Benchmark", "sst2": "SST-2",
-                  "tatoeba": "Tatoeba", "mining": "Bitext mining",
-                  "langdist": "Language distribution of retrieved sentences"}
-
-
 def _scores(facts: CardFacts) -> List[Tuple[str, str, Optional[float], str]]:
   """(task, metric, score, paper) of each task of the eval report."""
   rows = []
@@ -153,12 +142,14 @@ def front_matter(facts: CardFacts, library_name: str = "tf-keras",
     if mteb_record:
       results.append(_mteb_result(name, metric, score, mteb_record))
       continue
-    task_type, task_name = _EVAL_TASKS.get(
-        name, _STS if name.startswith("sts") else ("feature-extraction", name))
+    # How the task files its result, as `cmlm eval` recorded it
+    # (`evaluation.tasks.CardEntry`); a report without it, as a feature.
+    card = facts.eval_report["tasks"][name].get("card") or {}
     results.append({
-        "task": {"type": task_type, "name": task_name},
+        "task": {"type": card.get("task_type", "feature-extraction"),
+                 "name": card.get("task_name", name)},
         "dataset": {"type": name,
-                    "name": _EVAL_DATASETS.get(name, name.upper())},
+                    "name": card.get("dataset", name.upper())},
         "metrics": [{"type": metric, "value": round(score, 2),
                      "name": f"{metric} ({paper} of the paper)" if paper
                              else metric}]})
@@ -379,12 +370,12 @@ def license_lines(facts: CardFacts) -> List[str]:
   origin = facts.origin or {}
   lines = []
   try:
-    from_source = facts.imported and facts_lib.license_id(
+    from_source = facts.imported and run_facts.license_id(
         str(origin.get("license") or "?")) == facts.license
   except ValueError:
     from_source = False
-  if facts.license in facts_lib.LICENSES:
-    lines.append(f"The weights are released under {facts_lib.LICENSES[facts.license]}"
+  if facts.license in run_facts.LICENSES:
+    lines.append(f"The weights are released under {run_facts.LICENSES[facts.license]}"
                  f" (`{facts.license}`)" + (", the source's license."
                                             if from_source else "."))
   else:
