@@ -1,5 +1,7 @@
 """The garden's imports point down the layers, and projects stay apart.
 
+The layers are `cmlm/layering.py`'s one list, bottom to top:
+
     cmlm.data_pipelines <- cmlm.modeling <- cmlm.objectives <- cmlm.training
       <- cmlm.inference <- cmlm.export <- cmlm.evaluation <- cmlm.experiments
       <- cmlm.projects.<name> <- cmlm (the command line, the API, the registry)
@@ -26,12 +28,10 @@ import os
 
 import pytest
 
+from cmlm.layering import LAYERS
 from tests import helpers
 
 REPO_ROOT = helpers.REPO_ROOT
-LAYERS = ("data_pipelines", "modeling", "objectives", "training",
-          "inference", "export", "evaluation", "experiments", "projects",
-          "cmlm")
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
 walk_sources = helpers.walk_sources  # skips build outputs and environments
 
