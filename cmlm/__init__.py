@@ -20,7 +20,8 @@ that the command line starts without TensorFlow.
 
 In a checkout the subpackages are the repository's top-level folders beside
 `cmlm/` (the design card's layout: `modeling/`, `data_pipelines/`, ...); an
-installed wheel holds them inside `cmlm/` (pyproject.toml's `package-dir`).
+installed wheel holds them inside `cmlm/` (setup.py's `package_dir`, from
+`cmlm/layering.py`, the one list of the layers).
 Below, a checkout's root joins this package's path, so `cmlm.modeling` is
 `<checkout>/modeling` there and `<site-packages>/cmlm/modeling` when installed.
 

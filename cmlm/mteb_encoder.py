@@ -43,7 +43,7 @@ import numpy as np
 from cmlm.inference import layout
 from cmlm.inference import run_facts
 from cmlm.inference import run_record
-from cmlm.modeling.vectors import l2_normalize
+from cmlm.modeling import vectors
 from cmlm.sentence_encoder import SentenceEncoder
 
 SIMILARITY = "cosine"
@@ -128,7 +128,7 @@ def _rows(embeddings) -> np.ndarray:
 
 def cosine_similarity(embeddings1, embeddings2) -> np.ndarray:
   """`[n1, n2]` cosines; an all-zero row has cosine 0 with everything."""
-  return l2_normalize(_rows(embeddings1)) @ l2_normalize(_rows(embeddings2)).T
+  return vectors.cosine_similarity(_rows(embeddings1), _rows(embeddings2))
 
 
 def pairwise_cosine_similarity(embeddings1, embeddings2) -> np.ndarray:
@@ -137,7 +137,7 @@ def pairwise_cosine_similarity(embeddings1, embeddings2) -> np.ndarray:
   if first.shape != second.shape:
     raise ValueError(f"similarity_pairwise needs two arrays of one shape, got "
                      f"{first.shape} and {second.shape}.")
-  return np.sum(l2_normalize(first) * l2_normalize(second), axis=1)
+  return vectors.paired_cosine_similarity(first, second)
 
 
 def model_facts(model: Union[str, run_record.RunRecord],

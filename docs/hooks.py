@@ -24,15 +24,15 @@ The Python API page (docs/api.md) is rendered by mkdocstrings from the
 sources, read without importing them. A checkout keeps the layers beside
 cmlm/ (`modeling/`, `training/`, ...), which only an import makes
 `cmlm.modeling`, ...; `on_startup` lays out `build/api_source/cmlm/` as the
-wheel does (pyproject.toml's `package-dir`), in symbolic links, and
-mkdocs.yml points mkdocstrings there.
+wheel does (setup.py's `package_dir`, from cmlm/layering.py), in symbolic
+links, and mkdocs.yml points mkdocstrings there.
 """
 import glob
 import os
 import posixpath
 import re
+import runpy
 import shutil
-import tomllib
 
 from mkdocs.structure.files import File
 
@@ -90,9 +90,10 @@ API_SOURCE = os.path.join(ROOT, "build", "api_source")
 
 def lay_out_api_source(root=ROOT, target=API_SOURCE):
   """`target`/cmlm: the package as the wheel installs it, in links to
-  `root`'s folders (cmlm/'s entries, and each layer of `package-dir`)."""
-  with open(os.path.join(root, "pyproject.toml"), "rb") as f:
-    package_dirs = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+  `root`'s folders (cmlm/'s entries, and each layer of setup.py's
+  `package_dir`: cmlm/layering.py's, read by path as setup.py reads it)."""
+  package_dirs = runpy.run_path(
+      os.path.join(root, "cmlm", "layering.py"))["package_dir"]()
   package = os.path.join(target, "cmlm")
   shutil.rmtree(target, ignore_errors=True)
   os.makedirs(package)

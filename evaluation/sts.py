@@ -13,14 +13,13 @@ import numpy as np
 from cmlm.evaluation import statistics
 from cmlm.evaluation.encoders import Encoder
 from cmlm.evaluation.sts_readers import ScoredPairs
+from cmlm.modeling.vectors import paired_cosine_similarity
 
 
 def cosine_similarities(left: np.ndarray, right: np.ndarray) -> np.ndarray:
-  """Row-wise cosine similarity of two `[n, dim]` arrays, `[n]`."""
-  left = np.asarray(left, np.float64)
-  right = np.asarray(right, np.float64)
-  norms = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
-  return np.sum(left * right, axis=1) / np.maximum(norms, 1e-12)
+  """Row-wise cosine similarity of two `[n, dim]` arrays, `[n]`, in float64
+  (`vectors.paired_cosine_similarity`)."""
+  return paired_cosine_similarity(left, right, np.float64)
 
 
 def evaluate_pairs(encoder: Encoder, pairs: ScoredPairs,

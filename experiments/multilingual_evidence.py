@@ -35,6 +35,7 @@ from cmlm.experiments import cmlm_experiments  # noqa: E402
 from cmlm.experiments import evidence_measures  # noqa: E402
 from cmlm.experiments import registry_imports  # noqa: E402,F401  (the core experiments)
 from cmlm.modeling import principal_component_removal as pcr  # noqa: E402
+from cmlm.modeling.vectors import cosine_similarity  # noqa: E402
 from cmlm.objectives import base as objective_base  # noqa: E402
 from cmlm.objectives import bitext_retrieval  # noqa: E402
 from official.core import exp_factory  # noqa: E402
@@ -161,9 +162,7 @@ def tatoeba(encode, shared, components=None):
     x, y = encode(foreign), encode(english)
     if components is not None:
       x, y = components.remove(x, code), components.remove(y, "eng")
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    y /= np.linalg.norm(y, axis=1, keepdims=True)
-    similarity = x @ y.T
+    similarity = cosine_similarity(x, y, dtype=None)
     gold = np.arange(len(x))
     results[code] = (float(np.mean(similarity.argmax(1) == gold)),
                      float(np.mean(similarity.argmax(0) == gold)))

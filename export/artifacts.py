@@ -61,6 +61,7 @@ from cmlm.data_pipelines import vocabulary
 from cmlm.export import fused_onnx
 from cmlm.inference import artifact_runtime
 from cmlm.modeling.siamese_encoder import SiameseEncoder
+from cmlm.modeling.vectors import paired_cosine_similarity
 
 SENTENCE_TRANSFORMERS = "sentence_transformers"
 FORMATS = (("saved_model",) + artifact_runtime.FORMATS +
@@ -299,9 +300,7 @@ def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
     >>> min_cosine(np.eye(2), np.array([[1.0, 0.0], [1.0, 1.0]]))
     0.7071067811865475
   """
-  a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-  b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
-  return float(np.min(np.sum(a * b, axis=1)))
+  return float(np.min(paired_cosine_similarity(a, b, dtype=None)))
 
 
 def write_artifact(directory: str, name: str, encoder_model: tf_keras.Model,

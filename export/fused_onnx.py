@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from cmlm.modeling.siamese_encoder import SiameseEncoder
+from cmlm.modeling.vectors import paired_cosine_similarity
 
 OPSET = 17
 MS_DOMAIN = "com.microsoft"
@@ -253,6 +254,4 @@ def agreement(encoder: SiameseEncoder, model, seed: int = 0) -> float:
   session = onnxruntime.InferenceSession(model.SerializeToString(),
                                          providers=["CPUExecutionProvider"])
   got = session.run(["default"], dict(input_word_ids=ids, input_mask=mask))[0]
-  norms = (np.linalg.norm(got, axis=1) * np.linalg.norm(expected, axis=1))
-  return float(np.min(np.sum(got * expected, axis=1) /
-                      np.maximum(norms, 1e-12)))
+  return float(np.min(paired_cosine_similarity(got, expected)))

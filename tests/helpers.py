@@ -4,6 +4,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from cmlm import layering
 from cmlm.modeling import model_builder
 from official.nlp.configs import encoders
 
@@ -155,15 +156,13 @@ def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
   return float(loss), gradient.numpy()
 
 
-# What the garden's wheel is built from (pyproject.toml: its package-dir
-# folders, data/ included) and the folder names of a user's project that
-# once shadowed the garden's top-level packages (issue 27).
+# What the garden's wheel is built from (setup.py's package_dir folders,
+# cmlm/layering.py's: every layer's and data/) and the folder names of a
+# user's project that once shadowed the garden's top-level packages
+# (issue 27).
 WHEEL_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE",
                "requirements.txt", "requirements-beam.txt")
-WHEEL_FOLDERS = ("cmlm", "data_pipelines", "modeling", "objectives",
-                 "training", "inference", "export", "evaluation",
-                 "experiments",
-                 "projects", "data")
+WHEEL_FOLDERS = layering.folders()
 USER_PACKAGES = ("training", "evaluation", "export", "modeling")
 
 

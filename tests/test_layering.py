@@ -1,13 +1,25 @@
 """The garden's imports point down the layers, and projects stay apart.
 
-    cmlm.data_pipelines <- cmlm.modeling <- cmlm.objectives <- cmlm.training
-      <- cmlm.inference <- cmlm.export <- cmlm.evaluation <- cmlm.experiments
-      <- cmlm.projects.<name> <- cmlm (the command line, the API, the registry)
+The layers (`cmlm/layering.py`, the one list) form a graph, not a line
+(`STANDS_ON`; docs/architecture.md draws it): evaluation and export are
+siblings over inference, the one reading layer.
 
-A core module may import its own package and the packages below it. A
-project (`projects/<name>/`) may import the core, never another project, and
-the core imports no project: `cmlm/registry_imports.py` is the one module
-that names them.
+    cmlm (the command line, the API, the registry)
+      -> cmlm.projects.<name> -> cmlm.experiments
+      -> cmlm.export (writing)   and   cmlm.evaluation (measuring)
+      -> cmlm.inference (reading), under both
+      -> cmlm.training -> cmlm.objectives -> cmlm.modeling
+      -> cmlm.data_pipelines
+
+A core module may import its own package and the packages its layer stands
+on, directly or through others (`STANDS_ON`): export and evaluation each
+import inference and below, experiments both of them. Evaluation never
+imports export, nor does inference; and the readers (`READERS`: inference/,
+evaluation/, cmlm/mteb_encoder.py) import no module of export anywhere in
+them, not even in a function or a `__main__` block. A project
+(`projects/<name>/`) may import the core, never another project, and the
+core imports no project: `cmlm/registry_imports.py` is the one module that
+names them.
 
 Scripts (the evidence scripts of `experiments/` and `projects/<name>/`) are
 modules of their layer like any other: tests and other scripts import them
@@ -26,13 +38,42 @@ import os
 
 import pytest
 
+from cmlm.layering import LAYERS
 from tests import helpers
 
 REPO_ROOT = helpers.REPO_ROOT
-LAYERS = ("data_pipelines", "modeling", "objectives", "training",
-          "inference", "export", "evaluation", "experiments", "projects",
-          "cmlm")
+# Each layer and the layers it stands on directly: it may import those and,
+# through them, every layer below (`may_import`). Export and evaluation are
+# siblings: each stands on inference, neither on the other.
+STANDS_ON = {
+    "data_pipelines": (),
+    "modeling": ("data_pipelines",),
+    "objectives": ("modeling",),
+    "training": ("objectives",),
+    "inference": ("training",),
+    "export": ("inference",),
+    "evaluation": ("inference",),
+    "experiments": ("export", "evaluation"),
+    "projects": ("experiments",),
+    "cmlm": ("projects",),
+}
+# The modules that read a model (what export wrote): they import no module
+# of export at all (paths relative to the repository; a folder means every
+# module under it).
+READERS = ("inference", "evaluation", os.path.join("cmlm", "mteb_encoder.py"))
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
+
+
+def may_import(layer):
+  """The layers `layer` may import: itself and all it stands on, directly
+  or through others (`STANDS_ON`)."""
+  allowed, todo = {layer}, [layer]
+  while todo:
+    for below in STANDS_ON[todo.pop()]:
+      if below not in allowed:
+        allowed.add(below)
+        todo.append(below)
+  return allowed
 walk_sources = helpers.walk_sources  # skips build outputs and environments
 
 
@@ -115,21 +156,96 @@ def _modules(root=REPO_ROOT):
 
 
 def upward_imports(root=REPO_ROOT):
-  """'path:line imports cmlm.<layer>' of every module's import of a higher
-  layer, under `root`."""
+  """'path:line imports cmlm.<layer>' of every module's import of a layer
+  its own does not stand on (`may_import`), under `root`."""
   upward = []
   for layer, _, path in _modules(root):
+    allowed = may_import(layer)
     for line, imported, _ in layered_imports(path):
-      if RANK[imported] > RANK[layer]:
+      if imported not in allowed:
         target = "cmlm" if imported == "cmlm" else f"cmlm.{imported}"
         upward.append(f"{os.path.relpath(path, root)}:{line} imports {target}")
   return upward
+
+
+def reader_imports_of_export(root=REPO_ROOT):
+  """'path:line imports cmlm.export' of every import of export in a reader
+  (`READERS`) under `root`: anywhere in the module, a function's body or a
+  `__main__` block included."""
+  paths = []
+  for reader in READERS:
+    path = os.path.join(root, reader)
+    if os.path.isfile(path):
+      paths.append(path)
+    else:
+      paths.extend(p for p in walk_sources(path)
+                   if "tests" not in os.path.relpath(p, path).split(os.sep))
+  found = []
+  for path in paths:
+    for line, layer, _ in garden_imports(path):
+      if layer == "export":
+        found.append(f"{os.path.relpath(path, root)}:{line} imports "
+                     "cmlm.export")
+  return found
 
 
 def test_every_import_points_down_the_layers():
   upward = upward_imports()
   assert not upward, "imports from a lower layer to a higher one:\n" + (
       "\n".join(upward))
+
+
+def test_the_graph_names_every_layer_below_itself():
+  """`STANDS_ON` has one entry per layer of `cmlm/layering.py`, and each
+  layer stands only on layers listed before it there (the list is bottom
+  to top)."""
+  assert list(STANDS_ON) == list(LAYERS)
+  for layer, below in STANDS_ON.items():
+    assert all(RANK[base] < RANK[layer] for base in below), layer
+
+
+def test_evaluation_and_export_are_siblings_over_inference():
+  assert {"inference", "training"} <= may_import("export")
+  assert {"inference", "training"} <= may_import("evaluation")
+  assert "export" not in may_import("evaluation")
+  assert "evaluation" not in may_import("export")
+  assert not {"export", "evaluation"} & may_import("inference")
+  assert {"export", "evaluation"} <= may_import("experiments")
+
+
+def test_no_reader_imports_export():
+  """inference/, evaluation/ and cmlm/mteb_encoder.py read what export
+  wrote through inference; they never import export."""
+  found = reader_imports_of_export()
+  assert not found, "readers importing export:\n" + "\n".join(found)
+
+
+def test_the_check_sees_a_reader_importing_export(tmp_path):
+  """The checker itself: evaluation importing export (at module level or
+  in a function) and inference importing it are caught by the graph;
+  cmlm/mteb_encoder.py, in the top layer, is caught as a reader; export
+  importing evaluation is caught; evaluation importing inference is not."""
+  for relative, text in (
+      ("evaluation/scores.py", "from cmlm.export import publish\n"
+       "from cmlm.inference import embedders\n"),
+      ("evaluation/lazy.py", "def f():\n  from cmlm import export\n"),
+      ("inference/reader.py", "import cmlm.export.card_facts\n"),
+      ("export/writer.py", "from cmlm.evaluation import report\n"
+       "from cmlm.inference import layout\n"),
+      ("cmlm/mteb_encoder.py", "from cmlm.export import card_facts\n")):
+    path = tmp_path / relative
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+  assert sorted(upward_imports(str(tmp_path))) == [
+      os.path.join("evaluation", "lazy.py") + ":2 imports cmlm.export",
+      os.path.join("evaluation", "scores.py") + ":1 imports cmlm.export",
+      os.path.join("export", "writer.py") + ":1 imports cmlm.evaluation",
+      os.path.join("inference", "reader.py") + ":1 imports cmlm.export"]
+  assert sorted(reader_imports_of_export(str(tmp_path))) == [
+      os.path.join("cmlm", "mteb_encoder.py") + ":1 imports cmlm.export",
+      os.path.join("evaluation", "lazy.py") + ":2 imports cmlm.export",
+      os.path.join("evaluation", "scores.py") + ":1 imports cmlm.export",
+      os.path.join("inference", "reader.py") + ":1 imports cmlm.export"]
 
 
 def test_a_project_imports_no_other_project():

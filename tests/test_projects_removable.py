@@ -19,13 +19,13 @@ import sys
 
 import pytest
 
+from cmlm import layering
 from tests import helpers
 
 REPO_ROOT = helpers.REPO_ROOT
-# The core's layers (tests/test_layering.py), less the projects.
-LAYERS_OF_THE_CORE = ("data_pipelines", "modeling", "objectives", "training",
-                      "inference", "export", "evaluation", "experiments",
-                      "cmlm")
+# The core's layers (cmlm/layering.py), less the projects.
+LAYERS_OF_THE_CORE = tuple(layer for layer in layering.LAYERS
+                           if layer != "projects")
 REGISTRY = os.path.join("cmlm", "registry_imports.py")
 # What a copy of the tree leaves out: environments, build outputs, runs.
 IGNORED = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.pyc",

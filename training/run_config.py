@@ -150,14 +150,10 @@ def settle_strategy(runtime, hardware: Optional[strategies.Hardware] = None
                     ) -> strategies.Choice:
   """Sets `runtime.distribution_strategy`, `num_gpus` and `tpu` where they
   are unset (`FROM_HARDWARE`, a negative `num_gpus`) from `hardware`
-  (default: `find_hardware()`); returns the choice, with its line."""
-  unset_gpus = runtime.num_gpus is None or runtime.num_gpus < 0
-  if (runtime.distribution_strategy == strategies.FROM_HARDWARE
-      or unset_gpus) and hardware is None:
-    hardware = find_hardware()
-  choice = strategies.choose(runtime.distribution_strategy, runtime.tpu,
-                             None if unset_gpus else runtime.num_gpus,
-                             hardware or strategies.Hardware())
+  (default: `find_hardware()`), by `strategies.choose_for_runtime`; returns
+  the choice, with its line."""
+  choice = strategies.choose_for_runtime(
+      runtime, find_hardware if hardware is None else lambda: hardware)
   runtime.distribution_strategy = choice.strategy
   runtime.num_gpus = choice.num_gpus
   runtime.tpu = choice.tpu

@@ -1,9 +1,14 @@
 """The names `--strategy` and `runtime.mixed_precision_dtype` take, and the
 strategy a run takes when none is given (no TensorFlow import: the command
-line defines its flags with them)."""
+line defines its flags with them).
+
+`choose_for_runtime` is the one choice of a config's strategy: building the
+config (`run_config.settle_strategy`) and making the strategy
+(`train.make_strategy`) both call it; `choose` is its rule.
+"""
 import dataclasses
 import json
-from typing import Optional
+from typing import Callable, Optional
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISIONS = ("float32", "float16", "bfloat16")
@@ -90,3 +95,24 @@ def choose(strategy: str, tpu: Optional[str], num_gpus: Optional[int],
   return Choice("one_device", 0, tpu,
                 "no TPU configured, no GPU found" if num_gpus is None
                 else "runtime.num_gpus is 0")
+
+
+def choose_for_runtime(runtime, find_hardware: Callable[[], Hardware]
+                       ) -> Choice:
+  """`choose` for a config's `runtime`: its `distribution_strategy`, `tpu`
+  and `num_gpus` (unset: None or negative). `find_hardware` is called only
+  when the strategy or the GPU count is left to the hardware.
+
+  Examples:
+    >>> from types import SimpleNamespace
+    >>> runtime = SimpleNamespace(distribution_strategy="mirrored", tpu=None,
+    ...                           num_gpus=-1)
+    >>> choose_for_runtime(runtime, lambda: Hardware(gpus=2)).line()
+    'Strategy: mirrored over 2 GPUs (given).'
+  """
+  num_gpus = runtime.num_gpus
+  unset_gpus = num_gpus is None or num_gpus < 0
+  from_hardware = runtime.distribution_strategy == FROM_HARDWARE or unset_gpus
+  return choose(runtime.distribution_strategy, runtime.tpu,
+                None if unset_gpus else num_gpus,
+                find_hardware() if from_hardware else Hardware())

@@ -63,16 +63,11 @@ def make_strategy(params):
 
   A config that `run_config.build_config` made names its strategy and GPU
   count; one that leaves them to the hardware (an experiment's own, as
-  `exp_factory` gives it) takes `strategies.choose`'s, without a line.
+  `exp_factory` gives it) takes `strategies.choose_for_runtime`'s, without
+  a line (and without setting them in `params`).
   """
   runtime = params.runtime
-  num_gpus = runtime.num_gpus
-  choice = strategies.choose(
-      runtime.distribution_strategy, runtime.tpu,
-      None if num_gpus is None or num_gpus < 0 else num_gpus,
-      run_config.find_hardware()
-      if runtime.distribution_strategy == strategies.FROM_HARDWARE
-      or num_gpus is None or num_gpus < 0 else strategies.Hardware())
+  choice = strategies.choose_for_runtime(runtime, run_config.find_hardware)
   try:
     return distribute_utils.get_distribution_strategy(
         distribution_strategy=choice.strategy,

@@ -27,6 +27,9 @@ scores 0.
 import numpy as np
 import tensorflow as tf
 
+from cmlm.modeling.vectors import cosine_similarity
+from cmlm.modeling.vectors import paired_cosine_similarity
+
 NORMALIZATIONS = ("unit", "unit_renormalized_sum", "none")
 
 
@@ -87,12 +90,10 @@ def collapse_cosines(ngram_embedding, rest_embedding, sentence_embedding
       v.shape != vectors[0].shape for v in vectors):
     raise ValueError("collapse_cosines needs three [n, dim] arrays of the "
                      f"same shape, n >= 2; got {[v.shape for v in vectors]}.")
-  ngram, rest, sentence = (
-      v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
-      for v in vectors)
-  within = np.mean([np.sum(a * b, axis=-1) for a, b in
+  ngram, rest, sentence = vectors
+  within = np.mean([paired_cosine_similarity(a, b, np.float64) for a, b in
                     ((ngram, rest), (ngram, sentence), (rest, sentence))])
   n = len(sentence)
-  gram = sentence @ sentence.T  # [n, n]
+  gram = cosine_similarity(sentence, sentence, np.float64)  # [n, n]
   across = (gram.sum() - np.trace(gram)) / (n * (n - 1))
   return {"within": float(within), "across": float(across)}
