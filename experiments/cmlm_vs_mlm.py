@@ -79,8 +79,7 @@ def parse_args(argv=None):
                       f"{','.join(TASKS)}).")
   protocol.add_arguments(parser, ARMS)
   args = parser.parse_args(argv)
-  if args.steps < 1 or args.batch_size < 1:
-    parser.error("--steps and --batch_size must be 1 or more.")
+  protocol.check_counts(parser, args, ("steps", "batch_size"))
   if args.pcr_sample == 1 or args.pcr_sample < 0:
     parser.error("--pcr_sample must be 0 (none) or 2 or more (a principal "
                  "component needs two embeddings).")
@@ -89,10 +88,7 @@ def parse_args(argv=None):
   if unknown or not args.tasks:
     parser.error(f"--tasks must be some of {','.join(TASKS)}; got "
                  f"{','.join(unknown) or 'none'}.")
-  try:
-    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
-  except ValueError as error:
-    parser.error(str(error))
+  protocol.check_selection(parser, args, ARMS)
   return args
 
 

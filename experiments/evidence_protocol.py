@@ -306,6 +306,25 @@ def parse_selection(args, arms: Sequence[str]) -> Tuple[List[int], List[str]]:
   return seeds, chosen
 
 
+def check_counts(parser: argparse.ArgumentParser, args,
+                 names: Sequence[str]) -> None:
+  """The parser's error (usage, exit status 2) unless each flag of `names`
+  ("steps", "batch_size") is 1 or more."""
+  if any(getattr(args, name) < 1 for name in names):
+    parser.error(" and ".join(f"--{name}" for name in names)
+                 + " must be 1 or more.")
+
+
+def check_selection(parser: argparse.ArgumentParser, args,
+                    arms: Sequence[str]) -> None:
+  """`parse_selection` of the parsed `args`, its seeds and arms set as
+  `args.seeds` and `args.arms`; its error the parser's."""
+  try:
+    args.seeds, args.arms = parse_selection(args, arms)
+  except ValueError as error:
+    parser.error(str(error))
+
+
 def report(title: str, arms: Sequence[Arm], measures: Sequence[str],
            results, path: str, setup: Mapping,
            resamples: int = statistics.RESAMPLES,

@@ -13,7 +13,7 @@ The README and doc tables are rendered from these files between marker
 comments, so a table and its file cannot drift apart
 (`tests/experiments/test_results_tables.py` regenerates them in memory):
 
-    <!-- results:projects/simcse_cse/results/evidence_cmlm.json -->
+    <!-- results:projects/<name>/results/evidence.json -->
     ...the table...
     <!-- /results -->
 
@@ -35,13 +35,14 @@ and writes the results file with the full example-level bootstrap
 (`evidence_protocol.compare`); the commit is the checkout's.
 """
 import argparse
+import glob
 import json
 import math
 import os
 import re
 import subprocess
 import sys
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -49,15 +50,25 @@ from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Every page whose tables are rendered from results files.
-DOCUMENTS = ("docs/cmlm_results.md", "docs/evidence.md",
-             "projects/simcse_cse/README.md",
-             "projects/contextual_lensing/README.md",
-             "projects/infoxlm/README.md", "projects/misad/README.md")
+# The core's pages whose tables are rendered from results files; each
+# project's are its README.md, found, not listed (`project_documents`).
+CORE_DOCUMENTS = ("docs/cmlm_results.md", "docs/evidence.md")
 RESULTS = re.compile(r"(<!-- results:(\S+) -->\n)(.*?)(<!-- /results -->)",
                      re.S)
 VERDICTS = re.compile(r"(<!-- verdicts:([^>]+?) -->\n)(.*?)(<!-- /verdicts -->)",
                       re.S)
+
+
+def project_documents(root: str = REPO_ROOT) -> Tuple[str, ...]:
+  """Every project's README.md (`projects/<name>/README.md`), where its
+  results tables are: a project folder brings its page with it."""
+  return tuple(sorted(
+      os.path.relpath(path, root).replace(os.sep, "/")
+      for path in glob.glob(os.path.join(root, "projects", "*", "README.md"))))
+
+
+# Every page whose tables are rendered from results files.
+DOCUMENTS = CORE_DOCUMENTS + project_documents()
 
 
 def control_of(result: Mapping) -> str:
@@ -209,7 +220,7 @@ def render_verdicts(results: Sequence[Mapping], document_dir: str = "") -> str:
 
 
 def _page_name(page: str) -> str:
-  """projects/simcse_cse/README.md -> simcse_cse; docs/x.md -> x."""
+  """projects/<name>/README.md -> <name>; docs/x.md -> x."""
   folder, name = os.path.split(page.split("#")[0])
   return (os.path.basename(folder) if name == "README.md"
           else os.path.splitext(name)[0])

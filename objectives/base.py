@@ -1,8 +1,9 @@
 """The objective seam: a training objective is one module behind one class.
 
 An objective declares, side by side (keras-hub's task + preprocessor habit):
-  * its config (`ObjectiveConfig` subclass: `weight`, its `train_data` and
-    optional `validation_data`, its own hyperparameters);
+  * its config (an `ObjectiveConfig` subclass, `with_data(its data class)`:
+    `weight`, its `train_data` and optional `validation_data`, its own
+    hyperparameters);
   * its input pipeline (`build_inputs`): un-prefixed features; the task nests
     them under the objective's name, so objectives never collide;
   * its head (`build_head`, or None), checkpointed as `<name>_head`;
@@ -22,6 +23,7 @@ every objective module, the one list there is.
 """
 import copy
 import dataclasses
+import functools
 from typing import Callable, Dict, List, Optional, Type
 
 import tensorflow as tf
@@ -46,7 +48,8 @@ class ObjectiveConfig(base_config.Config):
     type: the registered kind of objective ("cmlm", "bitext_retrieval",
       "nli", ...); the key under `task.objectives` is its name in the run.
     weight: its weight in the total loss; 0 leaves it out of the run.
-    train_data: its training data (each objective has its own data class).
+    train_data: its training data (each objective has its own data class:
+      its config subclasses `with_data(data class)`).
     validation_data: its held-out data; no input_path means none.
 
   Examples:
@@ -66,6 +69,33 @@ class ObjectiveConfig(base_config.Config):
       default_factory=cfg.DataConfig)
   validation_data: cfg.DataConfig = dataclasses.field(
       default_factory=cfg.DataConfig)
+
+
+@functools.lru_cache(maxsize=None)
+def with_data(data_config_cls: Type[cfg.DataConfig]) -> Type[ObjectiveConfig]:
+  """The `ObjectiveConfig` whose `train_data` and `validation_data` are each
+  a `data_config_cls` (its defaults): the base of an objective's config,
+  which adds its `type` and hyperparameters. One class per data class.
+
+  Examples:
+    >>> @dataclasses.dataclass
+    ... class MyObjectiveConfig(with_data(cfg.DataConfig)):
+    ...   type: str = "my_objective"
+    ...   temperature: float = 0.05
+    >>> config = MyObjectiveConfig()
+    >>> type(config.validation_data).__name__, config.temperature
+    ('DataConfig', 0.05)
+  """
+  @dataclasses.dataclass
+  class DataObjectiveConfig(ObjectiveConfig):
+    train_data: data_config_cls = dataclasses.field(
+        default_factory=data_config_cls)
+    validation_data: data_config_cls = dataclasses.field(
+        default_factory=data_config_cls)
+
+  DataObjectiveConfig.__name__ = DataObjectiveConfig.__qualname__ = (
+      f"ObjectiveConfig[{data_config_cls.__name__}]")
+  return DataObjectiveConfig
 
 
 def has_data(data: cfg.DataConfig) -> bool:

@@ -19,15 +19,12 @@ from cmlm.objectives import base
 
 
 @dataclasses.dataclass
-class BitextRetrievalObjectiveConfig(base.ObjectiveConfig):
+class BitextRetrievalObjectiveConfig(
+    base.with_data(bitext_dataloader.BitextDataConfig)):
   """Attributes: margin m (section 4.4: 0.3), logit scale c, and whether
   phi is the cosine (`normalize_embeddings`)."""
   type: str = "bitext_retrieval"
   weight: float = 0.2  # alpha of section 4.2
-  train_data: bitext_dataloader.BitextDataConfig = dataclasses.field(
-      default_factory=bitext_dataloader.BitextDataConfig)
-  validation_data: bitext_dataloader.BitextDataConfig = dataclasses.field(
-      default_factory=bitext_dataloader.BitextDataConfig)
   margin: float = 0.3
   logit_scale: float = 10.0
   normalize_embeddings: bool = True

@@ -23,7 +23,7 @@ from cmlm.objectives import base
 
 
 @dataclasses.dataclass
-class CmlmObjectiveConfig(base.ObjectiveConfig):
+class CmlmObjectiveConfig(base.with_data(cmlm_dataloader.CmlmDataConfig)):
   """CMLM: its sentence-pair data and its MLM head.
 
   Attributes:
@@ -35,10 +35,6 @@ class CmlmObjectiveConfig(base.ObjectiveConfig):
     mlm_initializer_range: stddev of the MLM head's initializer.
   """
   type: str = "cmlm"
-  train_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
-      default_factory=cmlm_dataloader.CmlmDataConfig)
-  validation_data: cmlm_dataloader.CmlmDataConfig = dataclasses.field(
-      default_factory=cmlm_dataloader.CmlmDataConfig)
   skip: bool = False
   condition: bool = True
   mlm_activation: str = "gelu"

@@ -19,12 +19,8 @@ from cmlm.objectives import base
 
 
 @dataclasses.dataclass
-class NliObjectiveConfig(base.ObjectiveConfig):
+class NliObjectiveConfig(base.with_data(nli_data.NliDataConfig)):
   type: str = "nli"
-  train_data: nli_data.NliDataConfig = dataclasses.field(
-      default_factory=nli_data.NliDataConfig)
-  validation_data: nli_data.NliDataConfig = dataclasses.field(
-      default_factory=nli_data.NliDataConfig)
   num_classes: int = 3
   # > 0: a ReLU layer of this size before the softmax layer (a two-layer
   # classifier; `NliHead`).

@@ -1,11 +1,12 @@
 """The README's road, run as written.
 
 The commands are read from the Markdown (README.md's quickstart and its
-"Your own corpus" recipe; the SimCSE project's `simcse/tiny` recipe), run
-as a user runs them from a checkout, with only tiny overrides appended
-(`--config_file=tiny.yaml`: a small encoder, batches of 4, 2 steps), on a
-part of the shipped corpus. A documented command that stops working, or a
-page that drifts from the flags, fails here.
+"Your own corpus" recipe), run as a user runs them from a checkout, with
+only tiny overrides appended (`--config_file=tiny.yaml`: a small encoder,
+batches of 4, 2 steps), on a part of the shipped corpus. A documented
+command that stops working, or a page that drifts from the flags, fails
+here. A project's recipe is run by a test beside it
+(`projects/<name>/tests/`), with the helpers below.
 """
 import contextlib
 import io
@@ -161,28 +162,3 @@ def test_the_readme_own_corpus_recipe_runs_as_written(tmp_path):
   with open(user / "runs" / "eval" / "report.json") as f:
     report = json.load(f)
   assert -100 <= report["tasks"]["sts-b"]["main_score"] <= 100
-
-
-@pytest.mark.slow
-def test_a_project_recipe_runs_as_written(tiny_run, tmp_path):
-  """SimCSE's `simcse/tiny` recipe line, from a cmlm/tiny run at
-  runs/tiny, on the user's sentences."""
-  (tmp_path / "runs").mkdir()
-  os.symlink(tiny_run[0], tmp_path / "runs" / "tiny")
-  (tmp_path / "sentences.txt").write_text("\n".join(SENTENCES * 4) + "\n")
-  block = markdown_block(os.path.join("projects", "simcse_cse", "README.md"),
-                         "Run", "sh")
-  [argv] = [argv for argv in shell_commands(block)
-            if "--experiment=simcse/tiny" in argv]
-  output = run_as_written(argv, tmp_path,
-                          tiny_config(tmp_path / "tiny.yaml", "simcse"))
-  assert output.startswith("Strategy: one_device")
-  with open(tmp_path / "runs" / "simcse" / "params.yaml") as f:
-    params = yaml.safe_load(f)
-  with open(os.path.join(tiny_run[0], "params.yaml")) as f:
-    start = yaml.safe_load(f)
-  # The encoder is the start run's, trained on for the recipe's objective.
-  assert (params["task"]["model"]["encoder"]["hidden_size"] ==
-          start["task"]["model"]["encoder"]["hidden_size"])
-  assert list(params["task"]["objectives"]) == ["simcse"]
-  assert (tmp_path / "runs" / "simcse" / "ckpt-2.index").is_file()

@@ -92,12 +92,8 @@ def parse_args(argv=None):
   args.cores = [c.strip() for c in args.cores.split(",") if c.strip()]
   if not args.cores or set(args.cores) - set(CORES):
     parser.error(f"--cores must be some of {','.join(CORES)}.")
-  if args.steps < 1 or args.batch_size < 1:
-    parser.error("--steps and --batch_size must be 1 or more.")
-  try:
-    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
-  except ValueError as error:
-    parser.error(str(error))
+  protocol.check_counts(parser, args, ("steps", "batch_size"))
+  protocol.check_selection(parser, args, ARMS)
   return args
 
 

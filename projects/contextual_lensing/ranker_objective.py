@@ -21,15 +21,11 @@ from cmlm.objectives import bitext_retrieval
 
 
 @dataclasses.dataclass
-class RankerObjectiveConfig(base.ObjectiveConfig):
+class RankerObjectiveConfig(base.with_data(bitext_dataloader.BitextDataConfig)):
   """Attributes: margin alpha of the hinge; `mask_duplicates`: pairs of the
   batch that repeat a pair's source or target are no negatives of it
   (`ranking_loss.duplicate_pairs`; false: VSE++ as published)."""
   type: str = "ranker"
-  train_data: bitext_dataloader.BitextDataConfig = dataclasses.field(
-      default_factory=bitext_dataloader.BitextDataConfig)
-  validation_data: bitext_dataloader.BitextDataConfig = dataclasses.field(
-      default_factory=bitext_dataloader.BitextDataConfig)
   margin: float = 0.2
   mask_duplicates: bool = True
 

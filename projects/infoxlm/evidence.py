@@ -104,18 +104,14 @@ def parse_args(argv=None):
   parser.add_argument("--shared_data", default=multilingual_evidence.SHARED)
   protocol.add_arguments(parser, DEFAULT_ARMS)
   args = parser.parse_args(argv)
-  if args.steps < 1 or args.start_steps < 1:
-    parser.error("--steps and --start_steps must be 1 or more.")
+  protocol.check_counts(parser, args, ("steps", "start_steps"))
   if not 1 <= args.intermediate_layer <= NUM_LAYERS:
     parser.error(f"--intermediate_layer must be one of the encoder's "
                  f"{NUM_LAYERS} layers (1..{NUM_LAYERS}).")
   if args.batch_size < 4 or args.batch_size % 4:
     parser.error("--batch_size must be a multiple of 4 (XLCo gets B/4 "
                  "pairs).")
-  try:
-    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
-  except ValueError as error:
-    parser.error(str(error))
+  protocol.check_selection(parser, args, ARMS)
   return args
 
 

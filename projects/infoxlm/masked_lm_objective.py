@@ -29,13 +29,9 @@ MODES = ("mmlm", "tlm")
 
 
 @dataclasses.dataclass
-class MaskedLmObjectiveConfig(base.ObjectiveConfig):
+class MaskedLmObjectiveConfig(base.with_data(infoxlm_data.InfoXlmDataConfig)):
   """MMLM or TLM (`type`): its data and MLM head."""
   type: str = "mmlm"
-  train_data: infoxlm_data.InfoXlmDataConfig = dataclasses.field(
-      default_factory=infoxlm_data.InfoXlmDataConfig)
-  validation_data: infoxlm_data.InfoXlmDataConfig = dataclasses.field(
-      default_factory=infoxlm_data.InfoXlmDataConfig)
   mlm_activation: str = "gelu"
   mlm_initializer_range: float = 0.02
 

@@ -65,7 +65,7 @@ INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @dataclasses.dataclass
-class XlcoObjectiveConfig(base.ObjectiveConfig):
+class XlcoObjectiveConfig(base.with_data(infoxlm_data.InfoXlmDataConfig)):
   """XLCo's data and hyperparameters.
 
   Attributes:
@@ -80,10 +80,6 @@ class XlcoObjectiveConfig(base.ObjectiveConfig):
     key_dropout: run the key encoder with dropout, as the code does.
   """
   type: str = "xlco"
-  train_data: infoxlm_data.InfoXlmDataConfig = dataclasses.field(
-      default_factory=infoxlm_data.InfoXlmDataConfig)
-  validation_data: infoxlm_data.InfoXlmDataConfig = dataclasses.field(
-      default_factory=infoxlm_data.InfoXlmDataConfig)
   layer: int = 8
   pooling: str = "cls"
   momentum: float = 0.999

@@ -100,12 +100,8 @@ def parse_args(argv=None):
       os.path.dirname(REPO_ROOT), "shared", "data"))
   protocol.add_arguments(parser, ARMS)
   args = parser.parse_args(argv)
-  if args.steps < 1 or args.batch_size < 1:
-    parser.error("--steps and --batch_size must be 1 or more.")
-  try:
-    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
-  except ValueError as error:
-    parser.error(str(error))
+  protocol.check_counts(parser, args, ("steps", "batch_size"))
+  protocol.check_selection(parser, args, ARMS)
   return args
 
 

@@ -55,7 +55,7 @@ REST_INPUTS = ("masked", "unmasked")
 
 
 @dataclasses.dataclass
-class MisadObjectiveConfig(base.ObjectiveConfig):
+class MisadObjectiveConfig(base.with_data(misad_data.MisadDataConfig)):
   """MiSAD + MLM on sentences marked with PMI n-grams.
 
   Attributes:
@@ -76,10 +76,6 @@ class MisadObjectiveConfig(base.ObjectiveConfig):
     mlm_initializer_range: stddev of the MLM head's initializer.
   """
   type: str = "misad"
-  train_data: misad_data.MisadDataConfig = dataclasses.field(
-      default_factory=misad_data.MisadDataConfig)
-  validation_data: misad_data.MisadDataConfig = dataclasses.field(
-      default_factory=misad_data.MisadDataConfig)
   mlm_weight: float = 1.0
   misad_weight: float = 1.0
   normalization: str = "unit_renormalized_sum"

@@ -89,10 +89,7 @@ def parse_args(argv=None):
   args.starts = [s.strip() for s in args.starts.split(",") if s.strip()]
   if not args.starts or set(args.starts) - set(STARTS):
     parser.error(f"--starts must be some of {','.join(STARTS)}.")
-  try:
-    args.seeds, args.arms = protocol.parse_selection(args, ARMS)
-  except ValueError as error:
-    parser.error(str(error))
+  protocol.check_selection(parser, args, ARMS)
   return args
 
 

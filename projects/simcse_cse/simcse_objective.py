@@ -23,14 +23,10 @@ from cmlm.objectives import base
 
 
 @dataclasses.dataclass
-class SimcseObjectiveConfig(base.ObjectiveConfig):
+class SimcseObjectiveConfig(
+    base.with_data(sentence_dataloader.SentenceDataConfig)):
   """Attributes: temperature tau (0.05) and SimCSE's train-only MLP."""
   type: str = "simcse"
-  train_data: sentence_dataloader.SentenceDataConfig = dataclasses.field(
-      default_factory=sentence_dataloader.SentenceDataConfig)
-  validation_data: sentence_dataloader.SentenceDataConfig = (
-      dataclasses.field(
-          default_factory=sentence_dataloader.SentenceDataConfig))
   temperature: float = 0.05
   train_only_mlp: bool = False
 
