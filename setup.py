@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_DIR = runpy.run_path(
     os.path.join(HERE, "cmlm", "layering.py"))["package_dir"]()
 SUBPACKAGES = [
-    "cmlm.commands", "cmlm.modeling.importers",
+    "cmlm.commands", "cmlm.modeling.importers", "cmlm.export.cards",
     "cmlm.experiments.configs",  # data only: the experiments as YAML
     # data only: the embedded corpus and vocabulary (cmlm/tiny, the demo)
     "cmlm.data.corpus_en", "cmlm.data.corpus_en.inaugural",

@@ -108,8 +108,8 @@ def _layer(name):
 
 def garden_imports(path):
   """(line, layer, project or None) of every import of the garden in a
-  file: `cmlm.modeling.x` is layer modeling, `cmlm.projects.misad.x` is
-  layer projects of project misad, `cmlm.x` (not a layer) is layer cmlm."""
+  file: `cmlm.modeling.x` is layer modeling, `cmlm.projects.<name>.x` is
+  layer projects of project <name>, `cmlm.x` (not a layer) is layer cmlm."""
   for line, name in _garden_names(_parse(path)):
     yield (line,) + _layer(name)
 
@@ -282,10 +282,10 @@ def test_the_check_sees_upward_and_crossing_imports(tmp_path):
   project importing another."""
   module = tmp_path / "bad.py"
   module.write_text("import os\nfrom cmlm.training import train\n"
-                    "from cmlm.projects.misad import misad_loss\n"
+                    "from cmlm.projects.some_paper import its_loss\n"
                     "from cmlm import registry_imports\n", encoding="utf-8")
   found = list(garden_imports(str(module)))
-  assert found == [(2, "training", None), (3, "projects", "misad"),
+  assert found == [(2, "training", None), (3, "projects", "some_paper"),
                    (4, "cmlm", None)]
   assert RANK["training"] > RANK["modeling"]
 

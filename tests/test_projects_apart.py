@@ -30,10 +30,6 @@ CORE_NAMES = ("Makefile", "run")  # run: .ci/run
 # Folders of the tree that are not the core: the projects themselves, data,
 # and what runs and builds leave (besides helpers.SKIPPED_FOLDERS).
 NOT_CORE = ("projects", "data", "runs")
-# The one core file that names a project on purpose, and why: the layering
-# check's own test parses a made-up import of a project module.
-FIXTURES = {os.path.join("tests", "test_layering.py"):
-            "the import checker's test imports a project in a fixture"}
 
 
 def project_names(root: str) -> List[str]:
@@ -69,12 +65,10 @@ def naming_pattern(name: str) -> re.Pattern:
 
 def project_namings(root: str) -> List[str]:
   """`path:line: name` for every line of a core file that names a project
-  of the tree at `root`, but a registry line and the `FIXTURES`."""
+  of the tree at `root`, but a registry line."""
   patterns = {name: naming_pattern(name) for name in project_names(root)}
   found = []
   for path in core_files(root):
-    if path in FIXTURES:
-      continue
     with open(os.path.join(root, path), encoding="utf-8",
               errors="replace") as f:
       lines = f.read().splitlines()
