@@ -72,9 +72,11 @@ ARGUMENT_NAMES = ("model", "checkpoint", "backend", "quantized")
 
 def load_embedder(model: str, checkpoint: Optional[str] = None,
                   backend: Optional[str] = None, quantized: bool = False,
-                  names: Tuple[str, ...] = FLAG_NAMES) -> Embedder:
+                  names: Tuple[str, ...] = FLAG_NAMES,
+                  pooling: Optional[str] = None) -> Embedder:
   """The `Embedder` of `model` (see the module docstring); errors name the
-  arguments as `names` says.
+  arguments as `names` says. `pooling` reads a training run's encoder
+  through another pooling than its own (`run_dir.with_pooling`).
 
   Examples:
     >>> embedder = load_embedder("runs/tiny")  # or an export, a SavedModel
@@ -94,6 +96,10 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
     raise ValueError(f"{quantized_name}: the SavedModels are float32 only; "
                      "int8 is the tflite or onnx backend's.")
   model = os.fspath(model)
+  if pooling is not None and not run_dir.is_run_dir(model):
+    raise ValueError(f"pooling={pooling} re-reads a training run's encoder; "
+                     f"{model_name}={model} is not a run directory (an "
+                     "export's pooling is fixed in its graph).")
   if artifact_runtime.is_artifact(model):
     return _artifact_embedder(model, backend, quantized)
   if (backend not in (None, "saved_model") or quantized) and (
@@ -111,7 +117,7 @@ def load_embedder(model: str, checkpoint: Optional[str] = None,
   if "," in model:
     return hub_pair_embedder(*model.split(",", 1), model_name=model_name)
   if run_dir.is_run_dir(model):
-    return run_embedder(model, checkpoint, checkpoint_name)
+    return run_embedder(model, checkpoint, checkpoint_name, pooling)
   if checkpoint:
     raise ValueError(f"{checkpoint_name} applies to a training run; {model} "
                      f"holds no {run_dir.PARAMS_FILE}.")
@@ -175,10 +181,12 @@ def _artifact_embedder(directory: str, backend: Optional[str],
 
 
 def run_embedder(model_dir: str, checkpoint: Optional[str] = None,
-                 checkpoint_name: str = "--checkpoint") -> Embedder:
-  """A training run's encoder, fed its training tokenization. The run's
-  casing is checked against the first batch it embeds (a warning)."""
-  run = run_dir.load_run(model_dir, checkpoint, checkpoint_name)
+                 checkpoint_name: str = "--checkpoint",
+                 pooling: Optional[str] = None) -> Embedder:
+  """A training run's encoder, fed its training tokenization (read through
+  `pooling` when given). The run's casing is checked against the first
+  batch it embeds (a warning)."""
+  run = run_dir.load_run(model_dir, checkpoint, checkpoint_name, pooling)
   tokenization = run.params.task.tokenization
   return encoder_embedder(
       run.encoder, run.tokenizer, tokenization, run.checkpoint_path,

@@ -12,6 +12,7 @@ from the run's `task.tokenization`, and the encoder (plus, for `--mlm`, the
 CMLM head) is restored by item name. Errors say clearly why a directory or
 checkpoint cannot be read, before anything is written.
 """
+import copy
 import dataclasses
 import os
 from typing import Optional
@@ -22,6 +23,8 @@ import yaml
 from cmlm.data_pipelines import tokenization
 from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
+from cmlm.modeling import pooling_heads
+from cmlm.modeling.pooling import POOLING_MODES
 from cmlm.modeling.siamese_encoder import SiameseEncoder
 from official.core import config_definitions as cfg
 from official.modeling.hyperparams import params_dict
@@ -221,12 +224,31 @@ class Run:
   encoder: SiameseEncoder
 
 
+def with_pooling(params: cfg.ExperimentConfig, pooling: Optional[str]
+                 ) -> cfg.ExperimentConfig:
+  """`params` with the encoder read through `pooling` ("mean", "max",
+  "cls") instead of its own; None: unchanged. Pooling has no weights, so
+  the checkpoint reads the same; a trained pooling head is refused."""
+  if pooling is None:
+    return params
+  if pooling not in POOLING_MODES:
+    raise ValueError(f"pooling must be one of {', '.join(POOLING_MODES)}, "
+                     f"got {pooling!r}.")
+  if params.task.model.pooling_head.type != pooling_heads.NONE:
+    raise ValueError(f"pooling={pooling} cannot replace this run's trained "
+                     f"pooling head ({params.task.model.pooling_head.type}).")
+  params = copy.deepcopy(params)
+  params.task.model.pooling = pooling
+  return params
+
+
 def load_run(model_dir: str, checkpoint: Optional[str] = None,
-             checkpoint_name: str = "--checkpoint") -> Run:
+             checkpoint_name: str = "--checkpoint",
+             pooling: Optional[str] = None) -> Run:
   """Reads `model_dir` (latest checkpoint, or `checkpoint`): its config,
   tokenizer and restored encoder (`cmlm.inference.embedders.load_embedder`
-  embeds with them)."""
-  params = load_params(model_dir)
+  embeds with them), read through `pooling` when given (`with_pooling`)."""
+  params = with_pooling(load_params(model_dir), pooling)
   checkpoint_path = find_checkpoint(model_dir, checkpoint, checkpoint_name)
   encoder = restore_encoder(params, checkpoint_path)
   return Run(model_dir, params, checkpoint_path, build_tokenizer(params),
