@@ -7,7 +7,8 @@
     (max pooling, 2,000 steps) was chosen and on which each arm's read
     pooling is chosen here (`chosen_poolings`: of `READ_POOLINGS`, the one
     with the higher mean over the arm's seeds, the same rule for every arm);
-    reported as a secondary measure, labelled as such (`LABELS`);
+    reported as a secondary measure, labelled as such (`LABELS`, which
+    labels the primary measures too);
   * every other measure is secondary.
 
 A unit records every measure at each read pooling (`reading`); the results
@@ -32,7 +33,8 @@ SELECTION = "sts-b"
 TRANSFER = evidence_measures.TRANSFER_MEASURES
 RETRIEVAL = "next-seq MRR"
 READ_POOLINGS = ("mean", "max")
-LABELS = {SELECTION: "sts-b dev (selection set)"}
+LABELS = dict({SELECTION: "sts-b dev (selection set)"},
+              **{m: f"{m} (primary)" for m in PRIMARY})
 RECIPE = "cmlm/demo's recipe (max pooling, 2,000 steps)"
 CLAIM = "CMLM beats MLM at equal compute (section 3.2)"
 PAGE = "docs/cmlm_results.md#cmlm-vs-mlm-section-32s-claim-at-small-scale"
@@ -115,8 +117,9 @@ def results_file(arms, results, chosen, units: Mapping[str, Mapping],
       "provenance": "computed by experiments/cmlm_vs_mlm.py from its units ("
                     f"{units_dir}/<arm>/seed<S>.json: per-example values, "
                     "each with the commit, CPU, date and command it ran with)",
-      "plan": {"primary_measures": list(PRIMARY),
-               "secondary_measures": [m for m in labels if m not in PRIMARY],
+      "plan": {"primary_measures": [label(m) for m in PRIMARY],
+               "secondary_measures": [label(m) for m in names
+                                      if m not in PRIMARY],
                "selection_set": f"{label(SELECTION)}: chose {RECIPE} and "
                                 "each arm's read pooling",
                "read_pooling_rule": f"per arm, of {', '.join(READ_POOLINGS)}"
@@ -129,7 +132,8 @@ def results_file(arms, results, chosen, units: Mapping[str, Mapping],
       "measures_by_pooling": by_pooling, "page": PAGE,
       "note": "Each arm is read with its pooling chosen on STS-B dev ("
               + ", ".join(f"{a}: {c['pooling']}" for a, c in chosen.items())
-              + f"); the primary measures ({', '.join(PRIMARY)}) chose "
+              + "); the primary measures ("
+              + ", ".join(label(m) for m in PRIMARY) + ") chose "
               "nothing. Every measure at each read pooling is in per_seed "
               "(measures_by_pooling)."}
   result.update(evidence_tables.tabulated(

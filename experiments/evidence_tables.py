@@ -121,6 +121,14 @@ def _interval(interval, digits: int) -> str:
   return f"[{interval[0]:+.{digits}f}, {interval[1]:+.{digits}f}]"
 
 
+def _arm_header(arm: Mapping, control: str) -> str:
+  """The arm's name; "(control)", and the pooling it is read with when one
+  was chosen for it (`read_pooling`)."""
+  notes = (["control"] if arm["name"] == control else []) + (
+      [f"{arm['read_pooling']} pooling"] if arm.get("read_pooling") else [])
+  return arm["name"] + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def render_results(result: Mapping) -> str:
   """Two Markdown tables: each arm's mean ± sample std over seeds (each
   seed in brackets); each arm minus the control per measure, with the
@@ -131,7 +139,7 @@ def render_results(result: Mapping) -> str:
   arms = [a["name"] for a in result["arms"]]
   measures = result["measures"]
   lines = ["| measure | " + " | ".join(
-      a + (" (control)" if a == control else "") for a in arms) + " |",
+      _arm_header(a, control) for a in result["arms"]) + " |",
            "|---|" + "---|" * len(arms)]
   for measure in measures:
     d = digits.get(measure, 2)
