@@ -65,9 +65,11 @@ class CachedEncoder:
 
 def load_encoder(model: str, checkpoint: Optional[str] = None,
                  show_progress: bool = True, backend: Optional[str] = None,
-                 quantized: bool = False) -> CachedEncoder:
-  """The `Encoder` for `--model` (see the module docstring); `backend` and
-  `quantized` as `inference.embedders.load_embedder` takes them."""
+                 quantized: bool = False, pooling: Optional[str] = None
+                 ) -> CachedEncoder:
+  """The `Encoder` for `--model` (see the module docstring); `backend`,
+  `quantized` and `pooling` (a run read through another pooling than the
+  one its config names) as `inference.embedders.load_embedder` takes them."""
   return CachedEncoder(embedders.load_embedder(model, checkpoint, backend,
-                                               quantized),
+                                               quantized, pooling=pooling),
                        show_progress)

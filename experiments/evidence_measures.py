@@ -6,6 +6,10 @@ values, so the protocol's paired bootstrap can resample examples:
 
   * `sts-b`: STS-B dev (`sts-dev.csv`), Spearman x 100 of cosines;
   * `sick-r`: SICK-R trial (`SICK_trial.txt`, 500 pairs), the same;
+  * `sick-r train+trial`: SICK-R train and trial together (`SICK_train.txt`
+    + `SICK_trial.txt`, 5000 pairs), the same; data no recipe was chosen on;
+  * `sts-b train`: STS-B train (`sts-train.csv`, 5749 pairs), the same; held
+    apart from STS-B dev, on which recipes are chosen;
   * `cr`, `mrpc`, `trec`, `sst2`: a logistic regression on frozen vectors
     (`evaluation.transfer`: C by 5-fold CV on the fitting part), scored per
     example on a dev split: SST-2's own dev file; for CR, MRPC and TREC a
@@ -32,13 +36,15 @@ from cmlm.evaluation.bitext_readers import read_tatoeba
 from cmlm.evaluation.task_data import limit
 from cmlm.evaluation.task_data import polarity_files
 
-STS_MEASURES = ("sts-b", "sick-r")
+STS_MEASURES = ("sts-b", "sick-r", "sick-r train+trial", "sts-b train")
 TRANSFER_MEASURES = ("cr", "mrpc", "trec", "sst2")
 DEV_FRACTION = 0.1
 SPLIT_SEED = transfer.SEED
 MEASURE_DATA = {
     "sts-b": "STS-B dev (1500 pairs), Spearman x 100",
     "sick-r": "SICK-R trial (500 pairs), Spearman x 100",
+    "sick-r train+trial": "SICK-R train + trial (5000 pairs), Spearman x 100",
+    "sts-b train": "STS-B train (5749 pairs), Spearman x 100",
     "cr": "CR, a fixed 10% of the data held out (accuracy %)",
     "mrpc": "MRPC train, a fixed 10% held out (accuracy %)",
     "trec": "TREC train, a fixed 10% held out (accuracy %)",
@@ -49,14 +55,28 @@ MEASURE_DATA = {
 
 
 def sts_pairs(name: str, data_dir: str) -> sts_readers.ScoredPairs:
-  if name == "sts-b":
-    return sts_readers.read_sts_benchmark(
-        os.path.join(data_dir, "sts", "STSBenchmark", "sts-dev.csv"))
+  benchmark = os.path.join(data_dir, "sts", "STSBenchmark")
+  sick = os.path.join(data_dir, "sts", "SICK")
+  if name in ("sts-b", "sts-b train"):
+    return sts_readers.read_sts_benchmark(os.path.join(
+        benchmark, "sts-dev.csv" if name == "sts-b" else "sts-train.csv"))
   if name == "sick-r":
-    return sts_readers.read_sick(
-        os.path.join(data_dir, "sts", "SICK", "SICK_trial.txt"))
+    return sts_readers.read_sick(os.path.join(sick, "SICK_trial.txt"))
+  if name == "sick-r train+trial":
+    return joined(name, [sts_readers.read_sick(os.path.join(sick, f))
+                         for f in ("SICK_train.txt", "SICK_trial.txt")])
   raise ValueError(f"No STS dev measure {name!r}; use one of "
                    f"{', '.join(STS_MEASURES)}.")
+
+
+def joined(name: str, parts: Sequence[sts_readers.ScoredPairs]
+           ) -> sts_readers.ScoredPairs:
+  """The pairs of `parts` in order, as one set."""
+  return sts_readers.ScoredPairs(
+      name, [s for p in parts for s in p.sentences1],
+      [s for p in parts for s in p.sentences2],
+      np.concatenate([p.scores for p in parts]),
+      ",".join(p.path for p in parts))
 
 
 def sts_sample(encoder, pairs: sts_readers.ScoredPairs,

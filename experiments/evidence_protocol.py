@@ -26,7 +26,11 @@ An evidence script compares *arms* (ways to train the same encoder) over
     control with both intervals) and a JSON file (`report`).
 
 Per-(arm, seed) results are cached as JSON (`UnitStore`), so a script
-resumes, and runs arm x seed units in short jobs (`--arms`, `--seeds`).
+resumes, and runs arm x seed units in short jobs (`--arms`, `--seeds`);
+each unit records the commit of the code that ran it, the CPU, the date
+and the command (`unit_provenance`), and a results file takes its
+`commit` from its units, listing every commit when they differ
+(`unit_provenance.code_commits`, `report`'s `units`).
 
 A result of one measure for one (arm, seed) is a sample of
 `evaluation/statistics.py` (`mean_sample`, `spearman_sample`,
@@ -38,10 +42,11 @@ import dataclasses
 import json
 import math
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from cmlm.data_pipelines.atomic_file import atomic_file
 from cmlm.evaluation import statistics
+from cmlm.experiments import unit_provenance
 
 MIN_SEEDS = 3
 # A claim whose t-interval holds 0 at fewer seeds than this is run at this
@@ -234,16 +239,30 @@ def format_table(comparison: Mapping, arms: Sequence[Arm],
 
 
 class UnitStore:
-  """Cached results of one (arm, seed) each: `<work_dir>/<arm>/seed<S>/`."""
+  """Cached results of one (arm, seed) each, `<work_dir>/<arm>/seed<S>/`
+  (the unit `result.json` and the arm's run), or with `units_dir` the unit
+  at `<units_dir>/<arm>/seed<S>.json`, a folder to commit apart from runs.
 
-  def __init__(self, work_dir: str):
+  Every saved unit carries its provenance (`unit_provenance.FIELDS`: arm,
+  seed, commit, CPU, date, ...): `run` takes it when the unit starts and
+  refuses modified code; `save` stamps a unit that has none when it is
+  saved (recording, not refusing, modified code).
+  """
+
+  def __init__(self, work_dir: str, units_dir: Optional[str] = None):
     self.work_dir = work_dir
+    self.units_dir = units_dir
+
+  @staticmethod
+  def _slug(arm: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in arm)
 
   def directory(self, arm: str, seed: int) -> str:
-    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in arm)
-    return os.path.join(self.work_dir, slug, f"seed{seed}")
+    return os.path.join(self.work_dir, self._slug(arm), f"seed{seed}")
 
   def _path(self, arm, seed):
+    if self.units_dir:
+      return os.path.join(self.units_dir, self._slug(arm), f"seed{seed}.json")
     return os.path.join(self.directory(arm, seed), "result.json")
 
   def load(self, arm: str, seed: int) -> Optional[dict]:
@@ -254,10 +273,32 @@ class UnitStore:
       return json.load(f)
 
   def save(self, arm: str, seed: int, result: Mapping) -> None:
-    os.makedirs(self.directory(arm, seed), exist_ok=True)
+    unit = dict(result)
+    if "commit" not in unit:
+      unit.update(unit_provenance.provenance(arm, seed,
+                                             refuse_modified=False))
+    unit.update(arm=arm, seed=seed)  # a unit copied from another seed
+    os.makedirs(os.path.dirname(self._path(arm, seed)), exist_ok=True)
     with atomic_file(self._path(arm, seed)) as temporary:
       with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(result, f)
+        json.dump(unit, f)
+
+  def run(self, arm: str, seed: int, work: Callable[[], Mapping]) -> dict:
+    """The unit of (arm, seed): the saved one, else `work()`'s result saved
+    with the provenance taken before it started (`unit_provenance`;
+    ValueError, nothing run, when tracked code is modified)."""
+    unit = self.load(arm, seed)
+    if unit is None:
+      started = unit_provenance.provenance(arm, seed)
+      unit = {**work(), **started}
+      self.save(arm, seed, unit)
+    return unit
+
+  def units(self, arms: Sequence[Arm], seeds: Sequence[int]
+            ) -> Dict[str, dict]:
+    """{"<arm> seed <S>": unit} of every finished unit."""
+    return {f"{arm.name} seed {seed}": unit for arm in arms for seed in seeds
+            for unit in [self.load(arm.name, seed)] if unit is not None}
 
   def results(self, arms: Sequence[Arm], seeds: Sequence[int]
               ) -> Dict[str, Dict[int, dict]]:
@@ -269,6 +310,17 @@ class UnitStore:
         if unit is not None:
           out.setdefault(arm.name, {})[seed] = unit["measures"]
     return out
+
+
+def unit_order(arms: Sequence[Arm], chosen: Sequence[str],
+               seeds: Sequence[int]) -> List[Tuple[str, int]]:
+  """(arm, seed) in the order to run: the untrained arms (cheap) for every
+  seed first, then seed by seed the chosen trained arms in `arms`' order."""
+  untrained = [a.name for a in arms if a.compute is None and a.name in chosen]
+  trained = [a.name for a in arms if a.compute is not None
+             and a.name in chosen]
+  return ([(name, seed) for name in untrained for seed in seeds]
+          + [(name, seed) for seed in seeds for name in trained])
 
 
 def add_arguments(parser: argparse.ArgumentParser, arms: Sequence[str],
@@ -328,8 +380,11 @@ def check_selection(parser: argparse.ArgumentParser, args,
 def report(title: str, arms: Sequence[Arm], measures: Sequence[str],
            results, path: str, setup: Mapping,
            resamples: int = statistics.RESAMPLES,
-           digits: int = 2) -> Dict[str, object]:
-  """Prints the table (with each arm's compute) and writes it as JSON."""
+           digits: int = 2, units: Optional[Mapping[str, Mapping]] = None
+           ) -> Dict[str, object]:
+  """Prints the table (with each arm's compute) and writes it as JSON; with
+  `units` (`UnitStore.units`), the file's `commit` is theirs
+  (`unit_provenance.code_commits`: every commit, said, when they differ)."""
   comparison = compare(results, arms, measures, resamples)
   seeds = sorted({s for r in results.values() for s in r})
   print(f"\n{title}")
@@ -359,6 +414,10 @@ def report(title: str, arms: Sequence[Arm], measures: Sequence[str],
                                    for w in a.compute.work]}}
                      for a in arms],
             "comparison": comparison}
+  if units is not None:
+    output.update(unit_provenance.code_commits(units))
+    if output["mixed_commits"]:
+      print(f"\n{output['mixed_commits']}")
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   with atomic_file(path) as temporary:
     with open(temporary, "w", encoding="utf-8") as f:

@@ -32,7 +32,9 @@ Paths in markers are relative to the repository root.
 `--from_units` reads a `UnitStore` work_dir (`<arm>/seed<S>/result.json`)
 or a units folder (`<arm>/seed<S>.json`), each unit `{"measures": {...}}`,
 and writes the results file with the full example-level bootstrap
-(`evidence_protocol.compare`); the commit is the checkout's.
+(`evidence_protocol.compare`); the commit is the units' (each records
+the code that ran it), every one of them listed when they differ
+(`mixed_commits`).
 """
 import argparse
 import glob
@@ -40,7 +42,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -48,6 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
+from cmlm.experiments import unit_provenance  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The core's pages whose tables are rendered from results files; each
@@ -130,6 +132,14 @@ def _interval(interval, digits: int) -> str:
   return f"[{interval[0]:+.{digits}f}, {interval[1]:+.{digits}f}]"
 
 
+def _arm_header(arm: Mapping, control: str) -> str:
+  """The arm's name; "(control)", and the pooling it is read with when one
+  was chosen for it (`read_pooling`)."""
+  notes = (["control"] if arm["name"] == control else []) + (
+      [f"{arm['read_pooling']} pooling"] if arm.get("read_pooling") else [])
+  return arm["name"] + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def render_results(result: Mapping) -> str:
   """Two Markdown tables: each arm's mean ± sample std over seeds (each
   seed in brackets); each arm minus the control per measure, with the
@@ -140,7 +150,7 @@ def render_results(result: Mapping) -> str:
   arms = [a["name"] for a in result["arms"]]
   measures = result["measures"]
   lines = ["| measure | " + " | ".join(
-      a + (" (control)" if a == control else "") for a in arms) + " |",
+      _arm_header(a, control) for a in result["arms"]) + " |",
            "|---|" + "---|" * len(arms)]
   for measure in measures:
     d = digits.get(measure, 2)
@@ -270,23 +280,30 @@ def results_from_units(units_dir: str, arms: Sequence[str], control: str,
                        resamples: int = statistics.RESAMPLES) -> dict:
   """Per-seed values and bootstrap intervals of finished units, read from a
   `UnitStore` work_dir (`<arm>/seed<S>/result.json`) or a units folder
-  (`<arm>/seed<S>.json`)."""
-  protocol_arms = [protocol.Arm(a, None, control=a == control) for a in arms]
+  (`<arm>/seed<S>.json`), and the commit(s) the units ran at
+  (`unit_provenance.code_commits`)."""
   store = protocol.UnitStore(units_dir)
-  results = {}
+  flat = protocol.UnitStore(units_dir, units_dir=units_dir)
+  results, units = {}, {}
   for arm in arms:
     for seed in seeds:
-      unit = store.load(arm, seed)
-      if unit is None:
-        flat = os.path.join(os.path.dirname(store.directory(arm, seed)),
-                            f"seed{seed}.json")
-        if os.path.exists(flat):
-          with open(flat, encoding="utf-8") as f:
-            unit = json.load(f)
+      unit = store.load(arm, seed) or flat.load(arm, seed)
       if unit is None:
         raise FileNotFoundError(f"No unit of arm {arm!r}, seed {seed} under "
                                 f"{units_dir}.")
       results.setdefault(arm, {})[seed] = unit["measures"]
+      units[f"{arm} seed {seed}"] = unit
+  return dict(tabulated(results, arms, control, measures, seeds, resamples),
+              **unit_provenance.code_commits(units))
+
+
+def tabulated(results: Mapping[str, Mapping[int, Mapping]],
+              arms: Sequence[str], control: str, measures: Sequence[str],
+              seeds: Sequence[int], resamples: int = statistics.RESAMPLES
+              ) -> dict:
+  """A results file's per-seed values and example-level bootstrap
+  intervals from `results[arm][seed][measure]` (samples)."""
+  protocol_arms = [protocol.Arm(a, None, control=a == control) for a in arms]
   compared = protocol.compare(results, protocol_arms, measures, resamples)
   per_seed = {arm: {m: [statistics.statistic(results[arm][s][m])
                         for s in seeds] for m in measures} for arm in arms}
@@ -299,14 +316,6 @@ def results_from_units(units_dir: str, arms: Sequence[str], control: str,
           "bootstrap_note": "example-level paired bootstrap 95% interval "
                             f"({resamples} resamples over seeds and "
                             "examples), computed from the units"}
-
-
-def head_commit(root: str = REPO_ROOT) -> Optional[str]:
-  try:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True,
-                          capture_output=True, text=True).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return None
 
 
 def write_json(result: Mapping, path: str) -> None:
@@ -333,8 +342,7 @@ def main(argv=None) -> int:
       parser.error("--from_units needs --out, --control, --arms and "
                    "--measures.")
     result = {"title": args.title, "claim": args.claim, "script": args.script,
-              "command": args.command, "commit": head_commit(),
-              "cpu": args.cpu, "date": args.date}
+              "command": args.command, "cpu": args.cpu, "date": args.date}
     result.update(results_from_units(
         args.from_units, args.arms.split(","), args.control,
         args.measures.split(","), [int(s) for s in args.seeds.split(",")]))

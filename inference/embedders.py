@@ -74,9 +74,11 @@ ARGUMENT_NAMES = ("model", "checkpoint", "backend", "quantized")
 def load_embedder(model: Union[str, run_record.RunRecord],
                   checkpoint: Optional[str] = None,
                   backend: Optional[str] = None, quantized: bool = False,
-                  names: Tuple[str, ...] = FLAG_NAMES) -> Embedder:
+                  names: Tuple[str, ...] = FLAG_NAMES,
+                  pooling: Optional[str] = None) -> Embedder:
   """The `Embedder` of `model` (see the module docstring); errors name the
-  arguments as `names` says.
+  arguments as `names` says. `pooling` reads a training run's encoder
+  through another pooling than its own (`run_dir.with_pooling`).
 
   Examples:
     >>> embedder = load_embedder("runs/tiny")  # or an export, a SavedModel
@@ -99,8 +101,12 @@ def load_embedder(model: Union[str, run_record.RunRecord],
     if backend not in (None, "saved_model") or quantized:
       raise _no_artifacts(backend_name, backend, quantized_name,
                           f"{model_name}={model.model_dir}")
-    return run_embedder(model)
+    return run_embedder(model, pooling)
   model = os.fspath(model)
+  if pooling is not None and not run_dir.is_run_dir(model):
+    raise ValueError(f"pooling={pooling} re-reads a training run's encoder; "
+                     f"{model_name}={model} is not a run directory (an "
+                     "export's pooling is fixed in its graph).")
   if artifact_runtime.is_artifact(model):
     return _artifact_embedder(model, backend, quantized)
   if (backend not in (None, "saved_model") or quantized) and (
@@ -116,7 +122,8 @@ def load_embedder(model: Union[str, run_record.RunRecord],
     return hub_pair_embedder(*model.split(",", 1), model_name=model_name)
   if run_dir.is_run_dir(model):
     return run_embedder(run_record.read_run(
-        model, checkpoint, find_report=False, checkpoint_name=checkpoint_name))
+        model, checkpoint, find_report=False, checkpoint_name=checkpoint_name),
+        pooling)
   if checkpoint:
     raise ValueError(f"{checkpoint_name} applies to a training run; {model} "
                      f"holds no {run_dir.PARAMS_FILE}.")
@@ -189,13 +196,14 @@ def _no_artifacts(backend_name: str, backend: Optional[str],
       f"{model} holds none.")
 
 
-def run_embedder(run: run_record.RunRecord) -> Embedder:
+def run_embedder(run: run_record.RunRecord,
+                 pooling: Optional[str] = None) -> Embedder:
   """A training run's encoder, fed its training tokenization (the run as
-  `run_record.read_run` read it). The run's casing is checked against the
-  first batch it embeds (a warning)."""
+  `run_record.read_run` read it; read through `pooling` when given). The
+  run's casing is checked against the first batch it embeds (a warning)."""
   tokenization = run.tokenization
   return encoder_embedder(
-      run.restore_encoder(), run.tokenizer(), tokenization,
+      run.restore_encoder(pooling=pooling), run.tokenizer(), tokenization,
       run.checkpoint_path,
       check_first_batch=lambda sentences: unk_rate.check(
           tokenization, sentences[:unk_rate.SAMPLE_SENTENCES],

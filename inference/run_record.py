@@ -65,11 +65,15 @@ class RunRecord:
     return tokenization_lib.build_wordpiece_tokenizer(
          self.tokenization, seq_length, self.vocabulary)
 
-  def restore_encoder(self, with_mlm_head: bool = False):
+  def restore_encoder(self, with_mlm_head: bool = False,
+                      pooling: Optional[str] = None):
     """The run's encoder restored from the record's checkpoint (and CMLM's
-    head with `with_mlm_head`; `training.run_dir.restore_encoder`)."""
-    return run_dir.restore_encoder(self.params, self.checkpoint_path,
-                                   with_mlm_head, self.vocabulary)
+    head with `with_mlm_head`; `training.run_dir.restore_encoder`), read
+    through `pooling` instead of its own when given
+    (`training.run_dir.with_pooling`)."""
+    return run_dir.restore_encoder(
+        run_dir.with_pooling(self.params, pooling), self.checkpoint_path,
+        with_mlm_head, self.vocabulary)
 
 
 def is_run(model: str) -> bool:

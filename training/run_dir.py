@@ -13,6 +13,7 @@ why a directory or checkpoint cannot be read, before anything is written.
 The readers' record of a run, read once with its vocabulary and tokenizer,
 is `inference.run_record.RunRecord`.
 """
+import copy
 import dataclasses
 import os
 from typing import Optional
@@ -22,6 +23,8 @@ import yaml
 
 from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
+from cmlm.modeling import pooling_heads
+from cmlm.modeling.pooling import POOLING_MODES
 from official.core import config_definitions as cfg
 from official.modeling.hyperparams import params_dict
 from cmlm.training import checkpoint_integrity
@@ -203,6 +206,24 @@ def dummy_encoder_inputs(seq_length: int, batch_size: int = 1):
   ids = tf.ones([batch_size, seq_length], tf.int32)
   return dict(input_word_ids=ids, input_mask=ids,
               input_type_ids=tf.zeros_like(ids))
+
+
+def with_pooling(params: cfg.ExperimentConfig, pooling: Optional[str]
+                 ) -> cfg.ExperimentConfig:
+  """`params` with the encoder read through `pooling` ("mean", "max",
+  "cls") instead of its own; None: unchanged. Pooling has no weights, so
+  the checkpoint reads the same; a trained pooling head is refused."""
+  if pooling is None:
+    return params
+  if pooling not in POOLING_MODES:
+    raise ValueError(f"pooling must be one of {', '.join(POOLING_MODES)}, "
+                     f"got {pooling!r}.")
+  if params.task.model.pooling_head.type != pooling_heads.NONE:
+    raise ValueError(f"pooling={pooling} cannot replace this run's trained "
+                     f"pooling head ({params.task.model.pooling_head.type}).")
+  params = copy.deepcopy(params)
+  params.task.model.pooling = pooling
+  return params
 
 
 def _unreadable(checkpoint_path: str, error: Exception) -> str:

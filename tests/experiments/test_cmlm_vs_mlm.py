@@ -1,4 +1,8 @@
 """experiments/cmlm_vs_mlm.py: equal encoder compute, the conditioning off."""
+import json
+
+import pytest
+
 from cmlm.experiments import cmlm_vs_mlm
 
 
@@ -61,3 +65,141 @@ def test_next_sequence_mrr_is_one_when_each_s1_points_at_its_s2():
   assert cmlm_vs_mlm.next_sequence_mrr(encoder, pairs) == 1.0
   shifted = [(f"a{i}", f"b{(i + 1) % 6}") for i in range(6)]
   assert cmlm_vs_mlm.next_sequence_mrr(encoder, shifted) < 1.0
+
+
+def test_the_start_is_the_seeds_initialisation_and_reads_with_either_pooling(
+    tmp_path):
+  """write_start gives the same encoder for a seed whichever arm's config
+  (the arms differ in the objective only) and another for another seed;
+  load_encoder's pooling override reads the same weights mean- or
+  max-pooled, max being cmlm/demo's own."""
+  import numpy as np
+  import tensorflow as tf
+  from cmlm.evaluation import encoders
+  def start(condition, seed, name):
+    params = cmlm_vs_mlm.experiment(condition, 2, 32, seed)
+    directory = str(tmp_path / name)
+    return directory, cmlm_vs_mlm.write_start(params, directory)
+  def weights(checkpoint):
+    reader = tf.train.load_checkpoint(checkpoint)
+    return {k: reader.get_tensor(k) for k in
+            reader.get_variable_to_shape_map() if k.startswith("encoder/")}
+  run, checkpoint = start(True, 3, "cmlm3")
+  same = weights(start(False, 3, "mlm3")[1])
+  other = weights(start(True, 4, "cmlm4")[1])
+  first = weights(checkpoint)
+  assert first.keys() == same.keys() == other.keys() and len(first) > 10
+  assert all(np.array_equal(first[k], same[k]) for k in first)
+  assert not all(np.array_equal(first[k], other[k]) for k in first)
+  sentences = ["A man plays a guitar.", "The cat sleeps on the mat."]
+  read = {pooling: encoders.load_encoder(run, checkpoint, False,
+                                         pooling=pooling)(sentences)
+          for pooling in (None, "mean", "max")}
+  assert read["mean"].shape == read["max"].shape == (2, read[None].shape[1])
+  np.testing.assert_array_equal(read[None], read["max"])  # cmlm/demo's own
+  assert not np.allclose(read["mean"], read["max"])
+  with pytest.raises(ValueError, match="pooling must be one of"):
+    encoders.load_encoder(run, checkpoint, False, pooling="median")
+
+
+def _units(selection_means, primary):
+  """{arm: {seed: measures}} with STS-B dev and one primary measure per
+  pooling: `selection_means[arm][pooling]` and `primary[arm][pooling]`,
+  seed s adding s / 10 (scalars)."""
+  from cmlm.experiments import cmlm_vs_mlm_plan as plan
+  scalar = lambda v: {"kind": "scalar", "value": v}
+  return {arm: {seed: {
+      plan.reading(measure, pooling): scalar(table[arm][pooling] + seed / 10)
+      for measure, table in ((plan.SELECTION, selection_means),
+                             ("sts-b train", primary))
+      for pooling in plan.READ_POOLINGS} for seed in (1, 2, 3)}
+          for arm in selection_means}
+
+
+def test_each_arm_is_read_with_its_own_pooling_chosen_on_the_selection_set():
+  """MLM scores higher mean-pooled on STS-B dev, CMLM and the start
+  max-pooled: each arm's primary measure is read at its own choice, whatever
+  the primary measure would prefer; the results file names the choices and
+  keeps every reading, and renders."""
+  from cmlm.experiments import cmlm_vs_mlm_plan as plan
+  from cmlm.experiments import evidence_protocol as protocol
+  from cmlm.experiments import evidence_tables
+  selection = {"start": {"mean": 40.0, "max": 45.0},
+               "MLM": {"mean": 60.0, "max": 50.0},
+               "CMLM": {"mean": 55.0, "max": 58.0}}
+  primary = {"start": {"mean": 30.0, "max": 20.0},
+             "MLM": {"mean": 10.0, "max": 70.0},
+             "CMLM": {"mean": 90.0, "max": 65.0}}
+  results = _units(selection, primary)
+  chosen = plan.chosen_poolings(results, ["start", "MLM", "CMLM"])
+  assert {a: c["pooling"] for a, c in chosen.items()} == {
+      "start": "max", "MLM": "mean", "CMLM": "max"}
+  assert chosen["MLM"]["selection_means"]["mean"] == pytest.approx(60.2)
+  names = ["sts-b train", plan.SELECTION]
+  own = plan.own_readings(results, chosen, names)
+  label = plan.label("sts-b train")
+  assert label.endswith("(primary)")
+  assert own["MLM"][2][label]["value"] == pytest.approx(10.2)
+  assert own["CMLM"][2][label]["value"] == pytest.approx(65.2)
+  assert plan.label(plan.SELECTION) == "sts-b dev (selection set)"
+  compute = protocol.Compute(10, (protocol.Work("s", 4, 8, 1),))
+  arms = [protocol.Arm("start", None), protocol.Arm("MLM", compute, True),
+          protocol.Arm("CMLM", compute)]
+  units = {f"{a} seed {s}": {"commit": "c1", "cpu": "Xeon", "cores": 2,
+                             "isa": {"avx2": True, "amx_tile": False},
+                             "date": "2026-11-27T10:00:00+00:00",
+                             "command": "python x.py"}
+           for a in results for s in (1, 2, 3)}
+  units["CMLM seed 3"]["commit"] = "c2"
+  result = plan.results_file(arms, results, chosen, units, names, [1, 2, 3],
+                             {"steps": 10}, "t", "units", 100)
+  assert result["measures"] == [label, "sts-b dev (selection set)"]
+  assert result["plan"]["primary_measures"][1] == label
+  assert [a["read_pooling"] for a in result["arms"]] == ["max", "mean", "max"]
+  assert result["per_seed"]["MLM"][label] == pytest.approx([10.1, 10.2, 10.3])
+  assert result["per_seed"]["MLM"]["sts-b train [max]"] == pytest.approx(
+      [70.1, 70.2, 70.3])
+  assert result["comparison"]["CMLM"][label]["per_seed"] == pytest.approx(
+      [55.0, 55.0, 55.0])
+  assert result["commit"] == ["c1", "c2"] and result["mixed_commits"]
+  assert result["cpu"] == "Xeon (2 cores; avx2)"
+  rendered = evidence_tables.render_results(result)
+  assert "| MLM (control; mean pooling) | CMLM (max pooling) |" in rendered
+  assert json.loads(json.dumps(evidence_tables.with_comparison(result)[
+      "comparison"])) == json.loads(json.dumps(result["comparison"]))
+
+
+def test_the_primary_measures_come_first_and_the_selection_set_is_required():
+  args = cmlm_vs_mlm.parse_args([])
+  assert args.seeds == [1, 2, 3, 4, 5]
+  assert args.arms == ["start", "MLM", "CMLM"]
+  names = cmlm_vs_mlm.measures(args)
+  assert names[:2] == ["sick-r train+trial", "sts-b train"]
+  assert "sts-b" in names and "sick-r" not in names
+  assert "sick-r train+trial+PCR" in names
+  all_arms = cmlm_vs_mlm.arms(args)
+  assert [a.name for a in all_arms if a.compute is None] == ["start"]
+  cmlm_vs_mlm.protocol.check_equal_compute(all_arms)
+  with pytest.raises(SystemExit):
+    cmlm_vs_mlm.parse_args(["--tasks=sick-r train+trial,cr"])
+
+
+@pytest.mark.slow
+def test_a_trained_arm_starts_from_the_start_arm(tmp_path):
+  """One CMLM step at the warm-up's first learning rate (0) leaves the
+  encoder where training built it: exactly the start arm of the seed."""
+  import numpy as np
+  from cmlm.evaluation import encoders
+  from cmlm.training import train
+  params = cmlm_vs_mlm.experiment(True, 1, 4, seed=5)
+  trained = str(tmp_path / "trained")
+  train.run(params, trained, mode="train")
+  start = str(tmp_path / "start")
+  checkpoint = cmlm_vs_mlm.write_start(params, start)
+  sentences = ["A man plays a guitar.", "The cat sleeps on the mat."]
+  for pooling in ("mean", "max"):
+    np.testing.assert_array_equal(
+        encoders.load_encoder(trained, None, False, pooling=pooling)(
+            sentences),
+        encoders.load_encoder(start, checkpoint, False, pooling=pooling)(
+            sentences))

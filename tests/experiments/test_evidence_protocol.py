@@ -76,3 +76,78 @@ def test_a_level_claim_at_3_seeds_is_flagged_to_run_at_5():
   five = protocol.compare(results, arms, ["m"], resamples=100)["new"]["m"]
   assert five["vs_control"]["verdict"] == "level"
   assert five["vs_control"]["flag"] is None
+
+
+def _git_checkout(root):
+  """A git checkout with one tracked code file and one tracked doc."""
+  import subprocess
+  run = lambda *args: subprocess.run(["git", *args], cwd=root, check=True,
+                                     capture_output=True)
+  (root / "modeling").mkdir()
+  (root / "modeling" / "layer.py").write_text("x = 1\n")
+  (root / "docs").mkdir()
+  (root / "docs" / "page.md").write_text("text\n")
+  run("init", "-q")
+  run("add", ".")
+  run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+  return run
+
+
+def test_a_unit_records_the_code_that_ran_and_refuses_modified_code(
+    tmp_path, monkeypatch):
+  """store.run stamps every provenance field; it starts no unit while
+  tracked code differs from the commit, or after HEAD moved under a
+  running process; a doc or an untracked file does not count."""
+  from cmlm.experiments import unit_provenance
+  root = tmp_path / "checkout"
+  root.mkdir()
+  git = _git_checkout(root)
+  monkeypatch.setattr(unit_provenance, "REPO_ROOT", str(root))
+  monkeypatch.setattr(unit_provenance, "_first_commit", {})
+  head = unit_provenance.head_commit(str(root))
+  store = protocol.UnitStore(str(tmp_path / "runs"),
+                             units_dir=str(tmp_path / "units"))
+  (root / "docs" / "page.md").write_text("edited\n")
+  (root / "modeling" / "new.py").write_text("untracked\n")
+  unit = store.run("CMLM", 3, lambda: {"measures": {}})
+  assert set(unit_provenance.FIELDS) <= set(unit)
+  assert (unit["arm"], unit["seed"], unit["commit"]) == ("CMLM", 3, head)
+  assert unit["code_modified"] == [] and unit["cores"] >= 1
+  assert set(unit["isa"]) == set(unit_provenance.ISA_FLAGS)
+  assert unit["date"].endswith("+00:00") and unit["cpu"]
+  assert unit["command"] and isinstance(unit["load_1min"], float)
+  assert json.loads((tmp_path / "units" / "CMLM" / "seed3.json").read_text()
+                    ) == unit
+  assert store.run("CMLM", 3, lambda: 1 / 0) == unit  # finished: reused
+  ran = []
+  (root / "modeling" / "layer.py").write_text("x = 2\n")
+  with pytest.raises(ValueError, match=r"differs from its commit \(modeling/"
+                     r"layer.py\)"):
+    store.run("MLM", 3, lambda: ran.append(1) or {"measures": {}})
+  assert not ran and store.load("MLM", 3) is None
+  # save (scripts that do not go through run) records the modification.
+  store.save("MLM", 4, {"measures": {}})
+  assert store.load("MLM", 4)["code_modified"] == ["modeling/layer.py"]
+  git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two")
+  with pytest.raises(ValueError, match="HEAD moved"):
+    store.run("MLM", 3, lambda: {"measures": {}})
+
+
+def test_untrained_arms_run_first_then_seed_by_seed_and_commits_are_told():
+  from cmlm.experiments import unit_provenance
+  compute = protocol.Compute(10, (protocol.Work("s", 4, 8, 1),))
+  arms = [protocol.Arm("start", None), protocol.Arm("MLM", compute, True),
+          protocol.Arm("CMLM", compute)]
+  assert protocol.unit_order(arms, ["CMLM", "start", "MLM"], [1, 2]) == [
+      ("start", 1), ("start", 2), ("MLM", 1), ("CMLM", 1), ("MLM", 2),
+      ("CMLM", 2)]
+  assert protocol.unit_order(arms, ["CMLM"], [5]) == [("CMLM", 5)]
+  one = unit_provenance.code_commits({"a": {"commit": "c1"},
+                                      "b": {"commit": "c1"}})
+  assert one == {"commit": "c1", "unit_commits": {"c1": ["a", "b"]},
+                 "mixed_commits": None}
+  mixed = unit_provenance.code_commits({
+      "a": {"commit": "c1"}, "b": {"commit": "c2"},
+      "c": {"commit": "c1", "code_modified": ["x.py"]}, "d": {}})
+  assert mixed["commit"] == ["c1", "c1+modified", "c2", "unrecorded"]
+  assert "4 different states" in mixed["mixed_commits"]

@@ -9,6 +9,7 @@ import pytest
 from cmlm.evaluation import statistics
 from cmlm.experiments import evidence_protocol as protocol
 from cmlm.experiments import evidence_tables
+from cmlm.experiments import unit_provenance
 from tests import helpers
 
 
@@ -80,11 +81,23 @@ def test_a_results_file_is_built_from_units(tmp_path):
       unit = {"measures": {"acc": statistics.mean_sample(values, 100)}}
       store.save(arm, seed, unit)
       (flat / arm).mkdir(parents=True, exist_ok=True)
-      (flat / arm / f"seed{seed}.json").write_text(json.dumps(unit))
+      (flat / arm / f"seed{seed}.json").write_text(json.dumps(
+          store.load(arm, seed)))
   built = [evidence_tables.results_from_units(
       str(directory), ["base", "new"], "base", ["acc"], [1, 2, 3], 200)
            for directory in (tmp_path / "work", flat)]
   assert built[0] == built[1]
+  # The commit is the units' (saved here from this checkout), not HEAD's
+  # when the file is written.
+  assert built[0]["commit"].split("+")[0] == unit_provenance.head_commit()
+  assert built[0]["mixed_commits"] is None
+  other = dict(store.load("new", 2), commit="0" * 40, code_modified=[])
+  (flat / "new" / "seed2.json").write_text(json.dumps(other))
+  mixed = evidence_tables.results_from_units(str(flat), ["base", "new"],
+                                             "base", ["acc"], [1, 2, 3], 200)
+  assert "0" * 40 in mixed["commit"] and len(mixed["commit"]) == 2
+  assert mixed["unit_commits"]["0" * 40] == ["new seed 2"]
+  assert "2 different states of the code" in mixed["mixed_commits"]
   result = evidence_tables.with_comparison(dict(built[0], title="u"))
   row = result["comparison"]["new"]["acc"]
   assert row["per_seed"] == pytest.approx([30.0, 30.0, 30.0])
