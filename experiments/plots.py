@@ -152,7 +152,9 @@ def render_block(kind: str, png: str, files: Sequence[str], root: str,
     evidence_tables.write_json(data, os.path.join(root, sidecar(png)))
     PLOTS[kind][1](data, os.path.join(root, png), {"data_sha256": sha})
   link = os.path.relpath(png, document_dir or ".")
-  return (f"![{kind} plot of {', '.join(os.path.basename(f) for f in files)}]"
+  alt = {"forest": "forest plot of every evidence claim",
+         "speed": "sentences/s by path and batch size"}[kind]
+  return (f"![{alt}]"
           f"({link})\n\nDrawn from [{os.path.basename(sidecar(png))}]"
           f"({os.path.relpath(sidecar(png), document_dir or '.')}) "
           f"(data sha256 `{sha[:16]}`).\n")
