@@ -105,3 +105,99 @@ def test_a_results_file_is_built_from_units(tmp_path):
   with pytest.raises(FileNotFoundError, match="No unit of arm 'base', seed 4"):
     evidence_tables.results_from_units(str(flat), ["base", "new"], "base",
                                        ["acc"], [1, 2, 4])
+
+
+# The other figures (experiments/figures.py) and the plots (experiments/plots.py).
+from cmlm.experiments import figures  # noqa: E402
+from cmlm.experiments import plots  # noqa: E402
+
+FIGURE_DOCUMENTS = figures.documents()
+
+
+def test_the_other_figures_have_their_pages():
+  for page in ("README.md", "BUILD.md", "docs/benchmarks.md",
+               "docs/cmlm_results.md", "docs/preparing_at_scale.md",
+               "docs/training.md", "docs/evidence.md"):
+    assert page in FIGURE_DOCUMENTS, page
+
+
+@pytest.mark.parametrize("document", FIGURE_DOCUMENTS)
+def test_each_figure_and_plot_in_the_docs_is_rendered_from_its_results_files(
+    document):
+  with open(os.path.join(helpers.REPO_ROOT, document), encoding="utf-8") as f:
+    text = f.read()
+  rendered = plots.render_document(figures.render_document(text),
+                                   document_dir=os.path.dirname(document))
+  assert rendered == text and plots.stale_plots(text) == [], (
+      f"{document} differs from its results files: run python "
+      "experiments/figures.py")
+
+
+def test_each_figure_file_carries_its_provenance():
+  """command, commit, CPU model, flags, cores, date and load: each present
+  (a value not recovered is null, with a note saying why)."""
+  paths = set()
+  for document in FIGURE_DOCUMENTS:
+    with open(os.path.join(helpers.REPO_ROOT, document),
+              encoding="utf-8") as f:
+      text = f.read()
+    for m in figures.BLOCK.finditer(text):
+      paths.update(m.group(3).split())
+    paths.update(m.group(2) for m in figures.INLINE.finditer(text))
+  assert "docs/results/soak_faults.json" in paths
+  assert "docs/results/prepare_on_dask.json" in paths
+  for path in sorted(paths):
+    result = figures.load(path)
+    cpu = result["cpu"]
+    flags = cpu.get("flags") if isinstance(cpu, dict) else result.get(
+        "cpu_flags")
+    cores = cpu.get("cores") if isinstance(cpu, dict) else result.get(
+        "cores")
+    for name, value in (("command", result.get("command")),
+                        ("commit", result.get("commit")),
+                        ("cpu", cpu), ("cpu flags", flags),
+                        ("cores", cores), ("date", result.get("date"))):
+      assert value, f"{path} lacks its {name}"
+    assert result.get("load") or "load_before" in result, path
+    assert "../" not in json.dumps(result) and "/work/" not in json.dumps(
+        result), f"{path} names a folder outside the repository"
+
+
+def test_a_figure_that_drifts_from_its_file_is_caught(tmp_path):
+  root = str(tmp_path)
+  result = {"command": "python b.py", "commit": "abc", "cpu": "Some CPU",
+            "cpu_flags": ["avx2"], "cores": 2, "date": "2026-11-27",
+            "load": "0.1 before", "seed": 0,
+            "rows": [{"batch_size": b, "path": p, "peer": p == "peer",
+                      "sent_per_s": s, "stsb_dev": 80.0, "min_cosine": 1.0,
+                      "load_s": None, "peak_rss_mb": None}
+                     for b, p, s in ((1, "peer", 10.0), (1, "ours", 20.0),
+                                     (32, "peer", 30.0), (32, "ours", 60.4))]}
+  _write(root, "r.json", json.dumps(result))
+  page = ("# P\n\n<!-- figures:speed r.json -->\n<!-- /figures -->\n\n"
+          "It scores <!-- figure:r.json:rows.0.stsb_dev -->?<!-- /figure -->."
+          "\n\n<!-- plot:speed figures/s.png r.json -->\n<!-- /plot -->\n")
+  rendered = plots.render_document(figures.render_document(page, root), root,
+                                   write=True)
+  assert "| `ours` | 20 | 60 | 80.00 | 1.000 | n/a | n/a |" in rendered
+  assert "It scores <!-- figure:r.json:rows.0.stsb_dev -->80.0<!--" in rendered
+  assert "commit `abc`; Some CPU (avx2), 2 cores; 2026-11-27" in rendered
+  assert plots.stale_plots(rendered, root) == []
+  png = os.path.join(root, "figures", "s.png")
+  assert plots.png_digest(png) == plots.digest(
+      plots.speed_data([result]))
+  assert figures.render_document(rendered, root) == rendered
+  result["rows"][1]["sent_per_s"] = 25.0
+  _write(root, "r.json", json.dumps(result))
+  assert figures.render_document(rendered, root) != rendered
+  assert plots.render_document(rendered, root) != rendered
+  assert plots.stale_plots(rendered, root) == ["figures/s.png"]
+
+
+def test_the_forest_plot_reads_each_claims_t_interval():
+  result = evidence_tables.load("docs/results/cmlm_vs_mlm.json")
+  rows = plots.forest_data([result])
+  row = next(r for r in rows if r["label"] == "CMLM - MLM, sts-b")
+  assert row["t_interval"] == pytest.approx(
+      result["comparison"]["CMLM"]["sts-b"]["t_interval"])
+  assert row["seeds"] == len(result["seeds"])

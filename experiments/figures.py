@@ -1,0 +1,316 @@
+"""Every measured figure of the docs, rendered from its results file.
+
+The evidence tables have `experiments/evidence_tables.py`; this module does
+the same for the other figures: the speed tables, the demo's time and
+figures, the test-suite times, the Dask and the soak figures. Each comes
+from a JSON under `docs/results/` (or `projects/*/results/`) that carries
+the command, the commit of the code that ran, the CPU model string, its ISA
+flags, the cores, the date and the load; the page holds what this module
+renders from it between markers, so a page and its file cannot drift apart
+(`tests/experiments/test_results_figures.py` renders them in memory):
+
+    <!-- figures:speed docs/results/encode_intel_xeon.json -->
+    ...a table...
+    <!-- /figures -->
+
+    ... a figure inside a sentence: <!-- figure:FILE:KEY -->86.69<!-- /figure -->
+
+A block's kind is one of `RENDERERS`; an inline figure's KEY is a dotted
+path into the file (`rows.0.stsb_dev`, list items by index), rendered as
+the file gives it. Paths are relative to the repository root.
+
+  python experiments/figures.py            # rewrite every block (and plot)
+  python experiments/figures.py --check    # exit 1 if one differs
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics as pystats
+import sys
+from typing import Callable, Dict, List, Mapping, Sequence
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+BLOCK = re.compile(r"(<!-- figures:(\w+) ([^>]+?) -->\n)(.*?)(<!-- /figures -->)",
+                   re.S)
+INLINE = re.compile(r"(<!-- figure:([^:>\s]+):([^>\s]+) -->)(.*?)"
+                    r"(<!-- /figure -->)", re.S)
+
+
+def documents(root: str = REPO_ROOT) -> List[str]:
+  """Every Markdown page of the docs that holds a figure marker."""
+  pages = ["README.md", "BUILD.md"] + sorted(
+      glob.glob("docs/*.md", root_dir=root)) + sorted(
+          glob.glob("projects/*/README.md", root_dir=root))
+  out = []
+  for page in pages:
+    with open(os.path.join(root, page), encoding="utf-8") as f:
+      text = f.read()
+    if "<!-- figures:" in text or "<!-- figure:" in text or (
+        "<!-- plot:" in text):
+      out.append(page.replace(os.sep, "/"))
+  return out
+
+
+def load(path: str, root: str = REPO_ROOT) -> dict:
+  full = os.path.join(root, path)
+  if not os.path.exists(full):
+    raise FileNotFoundError(f"The results file {path} named in a marker does "
+                            "not exist.")
+  with open(full, encoding="utf-8") as f:
+    return json.load(f)
+
+
+def lookup(result, key: str):
+  """`result`'s value at a dotted path (`rows.0.stsb_dev`)."""
+  value = result
+  for part in key.split("."):
+    value = value[int(part)] if isinstance(value, list) else value[part]
+  return value
+
+
+def _int(x) -> str:
+  return f"{x:,.0f}"
+
+
+def _na(x, fmt: str) -> str:
+  return "n/a" if x is None else format(x, fmt)
+
+
+def provenance(result: Mapping) -> str:
+  """One line: command, commit, CPU and flags, cores, date, load."""
+  cpu = result.get("cpu")
+  flags = result.get("cpu_flags")
+  load = result.get("load")
+  if load is None and "load_before" in result:
+    load = f"1-minute load {result['load_before']} before"
+  note = result.get("commit_note")
+  return ("`" + result["command"] + "`; commit "
+          + f"`{result.get('commit') or 'not recorded'}`"
+          + (f" ({note})" if note else "") + f"; {cpu}"
+          + (f" ({' '.join(flags)})" if flags else " (flags not recorded)")
+          + f", {result.get('cores') or '?'} cores; {result.get('date')}; "
+          + f"{load if load is not None else 'load not recorded'}"
+          + (f". {result['transcribed']}" if result.get("transcribed")
+             else "") + ".")
+
+
+def render_speed(results: Sequence[Mapping]) -> str:
+  """Per path: sentences/s at each batch size, STS-B dev, the smallest
+  cosine to sentence-transformers, `load_s` and `peak_rss_mb`."""
+  (result,) = results
+  batches = sorted({r["batch_size"] for r in result["rows"]})
+  paths = list(dict.fromkeys(r["path"] for r in result["rows"]))
+  rows = {(r["path"], r["batch_size"]): r for r in result["rows"]}
+  lines = [provenance(result), "",
+           "| path | " + " | ".join(f"batch {b}" for b in batches)
+           + " | STS-B dev | min cosine | `load_s` | `peak_rss_mb` |",
+           "|---|" + "---|" * (len(batches) + 4)]
+  for path in paths:
+    first = rows[(path, batches[0])]
+    lines.append(
+        f"| `{path}` | " + " | ".join(
+            f"{rows[(path, b)]['sent_per_s']:.0f}" for b in batches)
+        + f" | {first['stsb_dev']:.2f} | {first['min_cosine']:.3f} | "
+        f"{_na(first.get('load_s'), '.1f')} | "
+        f"{_na(first.get('peak_rss_mb'), '.0f')} |")
+  return "\n".join(lines) + "\n"
+
+
+def _spread(values: Sequence[float], fmt: str) -> str:
+  return (f"{format(pystats.mean(values), fmt)} ({format(min(values), fmt)}"
+          f" to {format(max(values), fmt)})")
+
+
+def render_demo_time(results: Sequence[Mapping]) -> str:
+  """Per seed: wall time, training minutes, steps, load, CPU, commit."""
+  lines = ["| seed | wall | training | steps | load | CPU | commit | date |",
+           "|---|---|---|---|---|---|---|---|"]
+  for r in results:
+    f = r["figures"]
+    lines.append(f"| {r['seed']} | {r['wall_seconds'] / 60:.1f} min "
+                 f"({r['wall_seconds']} s) | {f['train_minutes']:.1f} min | "
+                 f"{f['train_steps']} | {r['load']} | {r['cpu']} | "
+                 f"`{r['commit']}` | {r['date']} |")
+  return "\n".join(lines) + "\n"
+
+
+# The demo's figures table: (label, untrained key, trained key, mean-pool
+# key, format, scale).
+DEMO_ROWS = (
+    ("held-out MLM loss", "heldout_mlm_loss_untrained",
+     "heldout_mlm_loss_trained", None, ".2f", 1),
+    ("conditioning gain, random other s1 (nats/token)",
+     "conditioning_gain_untrained", "conditioning_gain", None, "+.3f", 1),
+    ("gain, s1 of the same source", None, "conditioning_gain_same_source",
+     None, "+.3f", 1),
+    ("gain, s1 of another source", None, "conditioning_gain_other_source",
+     None, "+.3f", 1),
+    ("retrieval: median rank of the true s2", "retrieval_median_rank_untrained",
+     "retrieval_median_rank_trained", None, ".0f", 1),
+    ("retrieval: top-10 (%)", "retrieval_top10_untrained",
+     "retrieval_top10_trained", None, ".1f", 100),
+    ("retrieval: mean reciprocal rank", "retrieval_mrr_untrained",
+     "retrieval_mrr_trained", "retrieval_mrr_untrained_mean_pooled", ".3f", 1),
+    ("retrieval: top-1 (%)", "retrieval_top1_untrained",
+     "retrieval_top1_trained", "retrieval_top1_untrained_mean_pooled", ".1f",
+     100),
+    ("STS-B dev Spearman x 100 (chose the recipe)", "stsb_dev_untrained",
+     "stsb_dev_trained", "stsb_dev_untrained_mean_pooled", ".1f", 1),
+)
+
+
+def render_demo_figures(results: Sequence[Mapping]) -> str:
+  """Mean (lowest to highest) over the seeds of each measure, untrained,
+  trained and the untrained weights mean-pooled; each seed's intervals."""
+  seeds = ", ".join(str(r["seed"]) for r in results)
+  lines = [f"| measure (mean (lowest to highest) over seeds {seeds}) | "
+           "untrained (max pool) | trained | untrained weights, mean pool |",
+           "|---|---|---|---|"]
+  for label, *keys, fmt, scale in DEMO_ROWS:
+    cells = []
+    for key in keys:
+      cells.append("-" if key is None else _spread(
+          [r["figures"][key] * scale for r in results], fmt))
+    lines.append(f"| {label} | " + " | ".join(cells) + " |")
+  for label, key in (("conditioning gain", "conditioning_gain_ci95"),
+                     ("MRR gain, paired", "retrieval_mrr_gain_ci95")):
+    lines.append(f"| {label}: each seed's bootstrap 95% | - | " + "; ".join(
+        f"[{r['figures'][key][0]:+.3f}, {r['figures'][key][1]:+.3f}]"
+        for r in results) + " | - |")
+  return "\n".join(lines) + "\n"
+
+
+def _minutes(seconds: float) -> str:
+  return f"{int(seconds // 60)} min {round(seconds % 60)} s"
+
+
+def render_test_suite(results: Sequence[Mapping]) -> str:
+  (result,) = results
+  lines = [provenance(result), "",
+           "| command | tests | time | 1-minute load |", "|---|---|---|---|"]
+  for run in result["runs"]:
+    lines.append(f"| `{run['command']}` | {run['tests']} | "
+                 f"{_minutes(run['seconds'])} | {run['load']} |")
+  return "\n".join(lines) + "\n"
+
+
+def render_dask(results: Sequence[Mapping]) -> str:
+  (r,) = results
+  cpu = r["cpu"]
+  lines = [provenance(dict(r, cpu=cpu["model"], cpu_flags=cpu["flags"],
+                           cores=cpu["cores"],
+                           load=f"1-minute load {r['load_before']:.2f} "
+                           f"before, {r['load_after']:.2f} after")),
+           "", f"{r['corpus_bytes'] / 1e6:.0f} MB in {r['corpus_files']} "
+           f"files, {r['corpus_documents']:,} documents, sequence length "
+           f"{r['seq_length']}.", "",
+           "| run | seconds | records/s | sentences/s | marginal records/s "
+           "per worker | peak memory per worker |", "|---|---|---|---|---|---|"]
+  direct = r["direct_in_process"]
+  lines.append(f"| DirectRunner, in process | {direct['seconds']:.1f} | "
+               f"{_int(direct['records_per_s'])} | "
+               f"{_int(direct['sentences_per_s'])} | "
+               f"{_int(direct['marginal_records_per_s_per_worker'])} | "
+               f"(the launcher: {_int(r['launcher_peak_memory_mb'])} MB) |")
+  for key in sorted(k for k in r if k.startswith("dask_")):
+    run = r[key]
+    memory = " and ".join(_int(m) for m in run["worker_peak_memory_mb"])
+    before = " and ".join(_int(m) for m in run["worker_memory_before_jobs_mb"])
+    name = "process" if run["workers"] == 1 else "processes"
+    lines.append(f"| Dask, {run['workers']} worker {name} | "
+                 f"{run['seconds']:.1f} | {_int(run['records_per_s'])} | "
+                 f"{_int(run['sentences_per_s'])} | "
+                 f"{_int(run['marginal_records_per_s_per_worker'])} | "
+                 f"{memory} MB ({before} MB before the job) |")
+  lines += ["", f"{direct['records']:,} records ({direct['sentences']:,} "
+            "sentences) in every run.", "",
+            "| workers | 1e9 pairs |", "|---|---|"]
+  for workers, hours in r["projection_hours_for_1e9_pairs"].items():
+    lines.append(f"| {workers} | ~{hours:.1f} h |")
+  return "\n".join(lines) + "\n"
+
+
+def render_soak(results: Sequence[Mapping]) -> str:
+  (r,) = results
+  rows = (("cycles", r["cycles"]), ("processes", r["processes"]),
+          ("ended ok", r["ok"]), ("SIGKILLed", r["sigkill"]),
+          ("SIGTERMed", r["sigterm"]),
+          ("of them stopped cleanly", r["stopped_cleanly"]),
+          ("refused with one line", r["refused_one_line"]),
+          ("disk fills", r["disk_fills"]),
+          ("leftovers of a killed save removed", r["save_leftovers_removed"]),
+          ("checkpoints moved aside", r["checkpoints_moved_aside"]),
+          ("seconds under faults / in all",
+           f"{r['seconds_under_faults']} / {r['seconds']}"),
+          ("lost", len(r["lost"])))
+  lines = [provenance(dict(r, cpu=r["cpu_model"])), "", "| count | |",
+           "|---|---|"]
+  lines += [f"| {name} | {value} |" for name, value in rows]
+  return "\n".join(lines) + "\n"
+
+
+RENDERERS: Dict[str, Callable[[Sequence[Mapping]], str]] = {
+    "speed": render_speed, "demo_time": render_demo_time,
+    "demo_figures": render_demo_figures, "test_suite": render_test_suite,
+    "dask": render_dask, "soak": render_soak}
+
+
+def render_inline(value) -> str:
+  if isinstance(value, list):
+    return ", ".join(str(v) for v in value)
+  return str(value)
+
+
+def render_document(text: str, root: str = REPO_ROOT) -> str:
+  """`text` with every figure block and inline figure rendered from its
+  files (blank lines around a block: a Markdown table ends at one)."""
+  def block(m):
+    kind = m.group(2)
+    if kind not in RENDERERS:
+      raise ValueError(f"Unknown figures kind {kind!r}: one of "
+                       f"{', '.join(RENDERERS)}.")
+    results = [load(p, root) for p in m.group(3).split()]
+    return m.group(1) + "\n" + RENDERERS[kind](results) + "\n" + m.group(5)
+  text = BLOCK.sub(block, text)
+  return INLINE.sub(lambda m: m.group(1) + render_inline(
+      lookup(load(m.group(2), root), m.group(3))) + m.group(5), text)
+
+
+def differing_documents(root: str = REPO_ROOT, write: bool = False
+                        ) -> List[str]:
+  from cmlm.experiments import plots  # matplotlib only when plotting
+  differing = []
+  for document in documents(root):
+    path = os.path.join(root, document)
+    with open(path, encoding="utf-8") as f:
+      text = f.read()
+    rendered = render_document(text, root)
+    rendered = plots.render_document(
+        rendered, root, os.path.dirname(document), write=write)
+    if rendered != text or plots.stale_plots(rendered, root):
+      differing.append(document)
+      if write:
+        with open(path, "w", encoding="utf-8") as f:
+          f.write(rendered)
+  return differing
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--check", action="store_true",
+                      help="Change nothing; exit 1 when a block or a plot "
+                      "differs from its results files.")
+  args = parser.parse_args(argv)
+  differing = differing_documents(write=not args.check)
+  for name in differing:
+    print(f"{name} differs from its results files." if args.check
+          else f"rewrote {name}")
+  return 1 if args.check and differing else 0
+
+
+if __name__ == "__main__":
+  sys.path.insert(0, REPO_ROOT)
+  sys.exit(main())
