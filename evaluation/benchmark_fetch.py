@@ -45,7 +45,13 @@ _CHUNK = 1 << 16
 
 class FetchError(ValueError):
   """A download that failed (network, HTTP status, checksum, a damaged
-  archive): one line for the user, status 2, nothing published."""
+  archive): one line for the user, status 2, nothing published. After a
+  network error (`resumable`) the downloads are kept for the next fetch;
+  after any other, this run's downloads are removed."""
+
+  def __init__(self, message: str, resumable: bool = False):
+    super().__init__(message)
+    self.resumable = resumable
 
 
 class _ReadError(Exception):
@@ -119,6 +125,12 @@ def fetch_benchmarks(names: List[str], data_dir: str,
       still_needed = {d.url for b in todo[index + 1:] for d in b.downloads}
       for url in [u for u in downloaded if u not in still_needed]:
         os.remove(downloaded.pop(url))
+  except FetchError as error:
+    if not error.resumable:
+      for path in downloaded.values():
+        with contextlib.suppress(OSError):
+          os.remove(path)
+    raise
   finally:
     _write_record(data_dir, record)
   return written
@@ -163,9 +175,9 @@ def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
       for download in benchmark.downloads:
         if download.url not in downloaded:
           downloaded[download.url] = _download_verified(
-              benchmark, download, data_dir, record, options)
+              download, data_dir, record, options)
         files[download.file_name] = record["files"][
-            _record_key(benchmark, download)]
+            _record_key(download)]
         _place(download, downloaded[download.url], staging)
       atomic_file.check_before_replace()
       os.rename(staging, target)
@@ -178,13 +190,12 @@ def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
       "files": files}
 
 
-def _download_verified(benchmark: Benchmark, download: Download,
-                       data_dir: str, record: dict,
+def _download_verified(download: Download, data_dir: str, record: dict,
                        options: FetchOptions) -> str:
   part = os.path.join(data_dir, f"{PART_PREFIX}{download.file_name}.part")
   _download(download.url, part, options)
   digest = _sha256(part)
-  key = _record_key(benchmark, download)
+  key = _record_key(download)
   recorded = record["files"].get(key, {}).get("sha256")
   expected = download.sha256 or recorded
   if expected and digest != expected:
@@ -230,10 +241,11 @@ def _download(url: str, part: str, options: FetchOptions) -> None:
       reason = getattr(error, "reason", None) or error
       if attempt == options.retries:
         kept = os.path.getsize(part) if os.path.exists(part) else 0
+        resume = (f"{kept} bytes are kept in {part} and the next fetch "
+                  "resumes them" if kept else "nothing was downloaded")
         raise FetchError(
             f"{url}: network error ({reason}) after {attempt} tries; "
-            f"{kept} bytes are kept in {part} and the next fetch resumes "
-            "them; nothing was published.") from error
+            f"{resume}; nothing was published.", resumable=True) from error
       time.sleep(options.retry_wait_s)
 
 
@@ -314,8 +326,10 @@ def _extract(download: Download, names: List[str], open_member,
         shutil.copyfileobj(source, out)
 
 
-def _record_key(benchmark: Benchmark, download: Download) -> str:
-  return f"{benchmark.name}/{download.file_name}"
+def _record_key(download: Download) -> str:
+  """A file's key in checksums.json: its name at the source (unique in the
+  registry, and the same at a --source_url mirror)."""
+  return download.file_name
 
 
 def _sha256(path: str) -> str:
