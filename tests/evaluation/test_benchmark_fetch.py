@@ -203,6 +203,20 @@ def test_a_file_name_is_one_download_in_the_registry():
       assert urls.setdefault(download.file_name, download.url) == download.url
 
 
+def test_the_docs_layout_names_every_fetched_folder():
+  with open(os.path.join(helpers.REPO_ROOT, "docs", "benchmark_data.md"),
+            encoding="utf-8") as f:
+    layout = f.read().split("## The `--data_dir` layout")[1].split("```")[1]
+  for benchmark in benchmark_sources.BENCHMARKS.values():
+    top, *rest = benchmark.target.split("/")
+    assert f"  {top}/" in layout
+    folder = "/".join(rest)
+    if folder.startswith("STS1") and folder.endswith("-en-test"):
+      folder = "STS12-en-test/ ... STS16-en-test"  # the years as a range
+    if rest:
+      assert f"{folder}/" in layout, benchmark.target
+
+
 def test_checksums_are_recorded_then_verified(server, tmp_path):
   urls = serve(server, ["sts-b", "trec"])
   fetch(["sts-b", "trec"], tmp_path, urls)
