@@ -276,7 +276,8 @@ class _BytesProgress(progress_bar.Progress):
   """`[####....] 40% 1.2/3.0 MB | 0.9 MB/s | ETA 0m02s` for a download."""
 
   def __init__(self, total: int, start: int, **kwargs):
-    super().__init__(total, enabled=kwargs["enabled"] and total > 0,
+    # A file under a megabyte (each of Tatoeba's 224) draws no bar.
+    super().__init__(total, enabled=kwargs["enabled"] and total >= 1 << 20,
                      stream=kwargs["stream"])
     self._done = self._start_bytes = start
 

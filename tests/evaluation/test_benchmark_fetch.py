@@ -190,6 +190,12 @@ def test_every_benchmark_lands_where_eval_s_tasks_read_it(server, tmp_path):
   assert not os.path.exists(tmp_path / "sts/STS12-en-test/00-readme.txt")
   left = [e for e in os.listdir(tmp_path) if e.startswith(".tmp")]
   assert not left  # every download removed once its benchmarks are in place
+  # eval's line for a task without --data_dir names the fetch that helps.
+  from cmlm.evaluation import runner  # pylint: disable=g-import-not-at-top
+  for task_name, words in [("sick-e", "fetch --benchmarks=sick-e "),
+                           ("mining", "--mining_source")]:
+    with pytest.raises(ValueError, match=words):
+      runner.resolve_tasks([task_name], None, {})
   # The archive shared by MR, CR, SUBJ and MPQA was downloaded once.
   shared = [p for p, _ in server.requests if p.endswith("NB_ACL12.zip")]
   assert len(shared) == 1
