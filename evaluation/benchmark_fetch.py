@@ -166,6 +166,7 @@ def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
              downloaded: Dict[str, str], options: FetchOptions) -> None:
   """Gathers the benchmark's files in a staging folder, then renames it."""
   parent = os.path.dirname(target)
+  made_parent = not os.path.isdir(parent)  # e.g. DIR/sts: removed if empty
   os.makedirs(parent, exist_ok=True)
   staging = _staging_path(target, os.getpid())
   with atomic_file.in_progress(staging):
@@ -183,6 +184,9 @@ def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
       os.rename(staging, target)
     except BaseException:
       shutil.rmtree(staging, ignore_errors=True)
+      if made_parent:
+        with contextlib.suppress(OSError):
+          os.rmdir(parent)  # only if empty
       raise
   record["benchmarks"][benchmark.name] = {
       "path": benchmark.target, "title": benchmark.title,
@@ -223,7 +227,14 @@ def _download(url: str, part: str, options: FetchOptions) -> None:
       with urllib.request.urlopen(urllib.request.Request(url,
                                                          headers=headers),
                                   timeout=options.timeout_s) as response:
-        resumed = have and response.status == 206
+        # A 206 that starts elsewhere than asked is taken whole again.
+        resumed = (have and response.status == 206 and
+                   (response.headers.get("Content-Range") or "").startswith(
+                       f"bytes {have}-"))
+        if response.status == 206 and not resumed:
+          with contextlib.suppress(OSError):
+            os.remove(part)
+          continue
         length = response.headers.get("Content-Length")
         total = (have if resumed else 0) + int(length) if length else 0
         _copy(response, part, "ab" if resumed else "wb",
@@ -247,6 +258,8 @@ def _download(url: str, part: str, options: FetchOptions) -> None:
             f"{url}: network error ({reason}) after {attempt} tries; "
             f"{resume}; nothing was published.", resumable=True) from error
       time.sleep(options.retry_wait_s)
+  raise FetchError(f"{url}: the server answered each resumed request with "
+                   "another part of the file; nothing was published.")
 
 
 def _copy(response, part: str, mode: str, start: int, total: int, url: str,

@@ -114,6 +114,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_error(416)
         return
     self.send_response(206 if start else 200)
+    if start:
+      self.send_header("Content-Range",
+                       f"bytes {start}-{len(data) - 1}/{len(data)}")
     self.send_header("Content-Length", str(len(data) - start))
     self.end_headers()
     if self.path in self.server.stall:  # half, then wait (bounded)
@@ -275,8 +278,7 @@ def test_a_network_error_keeps_the_part_for_the_next_fetch(server, tmp_path):
                      r"\d+ bytes are kept in .*\.part and the next fetch "
                      "resumes them"):
     fetch(["sts-b"], tmp_path, urls, retries=1)
-  assert not os.path.exists(tmp_path / "sts/STSBenchmark")
-  assert not [e for e in os.listdir(tmp_path / "sts") if e.startswith(".tmp")]
+  assert not os.path.exists(tmp_path / "sts")  # made for it, then removed
   fetch(["sts-b"], tmp_path, urls, retries=1)  # resumed, then complete
   assert server.requests[-1][1].startswith("bytes=")
   assert sorted(os.listdir(tmp_path / "sts/STSBenchmark")) == [
