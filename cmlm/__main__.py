@@ -27,6 +27,10 @@ Commands:
           parallel mining, the language distribution of retrieved
           sentences and MTEB's tasks; writes report.json and report.md
           (evaluation/runner.py)
+  fetch   download the public benchmarks eval reads (STS12-16, STS-B, SICK,
+          SentEval transfer, Tatoeba) from their sources into eval's
+          --data_dir layout, with checksums and each license shown
+          (evaluation/benchmark_fetch.py)
 
 Projects (projects/<name>/) add commands of their own; they are listed
 below this text in `python -m cmlm --help`.

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Callable, Dict, Optional, Sequence
 
+from cmlm.evaluation import benchmark_sources
 from cmlm.evaluation import encoders
 from cmlm.evaluation import mteb_tasks as mteb_lib
 from cmlm.evaluation import provenance
@@ -48,6 +49,15 @@ def parse_assignments(text: Optional[str], flag: str) -> Dict[str, str]:
                        f"{item!r} is not one.")
     result[key.strip()] = value.strip()
   return result
+
+
+def _fetch_hint(task_name: str) -> str:
+  """How `cmlm fetch` downloads a task's benchmark, if it knows it."""
+  if (task_name in benchmark_sources.BENCHMARKS or
+      task_name in benchmark_sources.ALIASES):
+    return (f"`python -m cmlm fetch --benchmarks={task_name} --data_dir=DIR` "
+            "downloads it; ")
+  return ""
 
 
 def resolve_tasks(names: Sequence[str], data_dir: Optional[str],
@@ -77,8 +87,8 @@ def resolve_tasks(names: Sequence[str], data_dir: Optional[str],
             f"{task_name} reads its files from --data_dir, which was not "
             f"given: pass --data_dir=DIR holding SentEval's layout (this "
             f"task's files under DIR/{task.default_path}), or --task_data="
-            f"{task_name}=PATH; {DATA_DOC} says where each benchmark comes "
-            "from.")
+            f"{task_name}=PATH; {_fetch_hint(task_name)}{DATA_DOC} says "
+            "where each benchmark comes from.")
       missing = "" if task.default_path else task.missing(options)
       if missing and not in_group:
         raise ValueError(f"{task_name} needs {missing}; {DATA_DOC} says "

@@ -20,6 +20,7 @@ COMMANDS: Dict[str, str] = {
     "encode": "cmlm.commands.encode",
     "import": "cmlm.commands.import_model",
     "eval": "cmlm.commands.eval",
+    "fetch": "cmlm.commands.fetch",
     "prepare": "cmlm.commands.prepare",
 }
 CORE_COMMANDS = tuple(COMMANDS)

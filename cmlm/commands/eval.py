@@ -7,7 +7,8 @@ writes report.json and report.md (evaluation/runner.py).
     python -m cmlm eval --model=M --mteb_tasks=STSBenchmark,SICK-R
 
 --data_dir holds the benchmark files in SentEval's layout; there is no
-default (docs/benchmark_data.md says where each benchmark comes from).
+default (`python -m cmlm fetch` downloads the public ones into it;
+docs/benchmark_data.md says where each benchmark comes from).
 MTEB's tasks are loaded by MTEB itself (from the Hugging Face Hub).
 """
 import shlex

@@ -46,6 +46,7 @@ FLAGS_OF = {
              "mining_threshold", "tatoeba_languages", "tatoeba_pcr",
              "langdist_pool", "langdist_size", "binary_threshold", "backend",
              "quantized"},
+    "fetch": {"benchmarks", "data_dir", "source_url", "list", "progress"},
     "prepare": {"data", "input", "output", "pair_unit", "vocab_file",
                 "seq_length", "lower_case", "text_normalization",
                 "document_unit", "split", "heldout_percent", "num_shards",
@@ -88,6 +89,30 @@ def test_an_unknown_flag_is_a_one_line_error():
   assert result.stderr.strip().splitlines() == [
       "cmlm encode: error: Unknown command line flag 'tasks'; see "
       "`python -m cmlm encode --help`."]
+
+
+def test_fetch_refuses_bad_input_in_one_line_before_any_download(tmp_path):
+  (tmp_path / "transfer" / "TREC").mkdir(parents=True)  # one's own copy
+  (tmp_path / "afile").write_text("x")
+  new = tmp_path / "new"
+  for args, words in [
+      (["--benchmarks=sts-b,stsx", f"--data_dir={new}"],
+       "Unknown benchmark 'stsx'; known: sts12, "),
+      (["--benchmarks=sts-b", f"--data_dir={new}",
+        "--source_url=sts-b=ftp://mirror/sts"],
+       "--source_url sts-b=ftp://mirror/sts: expected an http:// or "),
+      (["--benchmarks=trec", f"--data_dir={tmp_path}"],
+       f"{tmp_path}/transfer/TREC already exists and was not written by "
+       "`cmlm fetch`"),
+      (["--benchmarks=trec", f"--data_dir={tmp_path}/afile/x"],
+       f"cannot make --data_dir {tmp_path}/afile/x: Not a directory")]:
+    result = run_cli("fetch", *args)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"cmlm fetch: error: {words}"), lines
+  assert not new.exists()
+  assert sorted(os.listdir(tmp_path / "transfer")) == ["TREC"]
 
 
 def test_demo_refuses_a_step_count_below_one_before_any_work():
