@@ -212,7 +212,7 @@ def main(argv=None):
   protocol.check_arms(all_arms)
   protocol.check_equal_compute(all_arms)
   store = protocol.UnitStore(args.work_dir)
-  data_dir = runner.DEFAULT_DATA_DIR
+  data_dir = protocol.data_dir(args)
   if not args.report_only:
     for seed in args.seeds:
       for name in args.arms:
