@@ -34,7 +34,8 @@ source's name, license and citation; a run trained from one
 (`task.init_checkpoint`) credits it as its starting point.
 
 What a trained model is: a sentence encoder trained with Conditional Masked
-Language Modeling (Yang et al. 2021, `../shared/papers/cmlm_yang2021.txt`,
+Language Modeling (Yang et al. 2021, "Universal Sentence Representation
+Learning with Conditional Masked Language Model", arXiv:2012.14388,
 sections 2-3) and the run's other objectives, mean/cls/max pooled.
 """
 import re

@@ -1,5 +1,5 @@
 """Contextual lensing experiments (Kiros et al. 2020,
-`../shared/papers/contextual_lensing_kiros2020.txt`).
+"Contextual Lensing of Universal Sentence Representations", arXiv:2002.10018).
 
 A lens (`task.model.pooling_head`: mean, simple or gated_conv) learns, over a frozen
 core (`task.model.trainable_core=false`), to reduce the core's token states
