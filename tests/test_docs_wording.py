@@ -144,7 +144,6 @@ def test_no_file_outside_the_tests_names_a_path_outside_the_repository():
   files = list(garden_files())
   assert os.path.join("evaluation", "runner.py") in files
   assert os.path.join("docs", "results", "prepare_on_dask.json") in files
-  assert os.path.join("projects", "infoxlm", "experiments.py") in files
   assert not any(f.startswith("tests" + os.sep) or f"{os.sep}tests{os.sep}"
                  in f for f in files)
   found = {}
