@@ -25,7 +25,7 @@ and into a package (`export.packaging`):
     Outputs, Model Usage: a snippet that runs as written from the card's
     directory, Fine-tuning, Changelog).
 
-The card names no path of this machine: the checkpoint and the vocabulary
+The card names no local path: the checkpoint and the vocabulary
 by their names relative to the run (`ckpt-2000`, `vocab.txt`), training
 data by `--dataset_name` or by file name, the model by `--model_name` or
 the run directory's name. A run written by `python -m cmlm import` (its
