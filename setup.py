@@ -22,6 +22,7 @@ SUBPACKAGES = [
     "cmlm.experiments.configs",  # data only: the experiments as YAML
     # data only: the embedded corpus and vocabulary (cmlm/tiny, the demo)
     "cmlm.data.corpus_en", "cmlm.data.corpus_en.inaugural",
+    "cmlm.data.sts_b_dev",  # data only: STS-B dev, the demo's STS figure
 ]
 CORE_PACKAGES = list(PACKAGE_DIR) + SUBPACKAGES
 PROJECTS = sorted(

@@ -24,10 +24,9 @@ import tensorflow as tf  # noqa: E402
 from cmlm.inference import embedders  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The STS-B dev file of the shared data beside the repository (as
-# encode_vs_sentence_transformers.py reads it); --sentences names another.
-STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
-                       "STSBenchmark", "sts-dev.csv")
+# --sentences names another file;
+# STS-B dev as the garden ships it (data/sts_b_dev/, CC BY-SA 4.0).
+STS_DEV = os.path.join(REPO_ROOT, "data", "sts_b_dev", "sts-dev.csv")
 
 
 def parse_args():

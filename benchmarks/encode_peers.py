@@ -40,7 +40,7 @@ PEER_FILES = {
 # ort_fused's source: the export with eager attention.
 EAGER_FILE = "peer_eager.onnx"
 # The garden's encoder through tf2onnx, as the ONNX artifact was before it
-# was written in the fused kernels (a lever's before, not a peer): files in
+# was written in the fused kernels (kept for comparison, not a peer): files in
 # --work_dir.
 GARDEN_TF2ONNX = {"garden_onnx_tf2onnx": "garden_tf2onnx.onnx",
                   "garden_onnx_tf2onnx_int8": "garden_tf2onnx_int8.onnx"}

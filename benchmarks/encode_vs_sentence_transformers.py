@@ -89,9 +89,8 @@ from cmlm.training import run_dir  # noqa: E402
 import encode_peers  # noqa: E402  (this folder)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
-                       "STSBenchmark", "sts-dev.csv")
-STS_TRAIN = os.path.join(os.path.dirname(STS_DEV), "sts-train.csv")
+# STS-B dev as the garden ships it (data/sts_b_dev/, CC BY-SA 4.0).
+STS_DEV = os.path.join(REPO_ROOT, "data", "sts_b_dev", "sts-dev.csv")
 FLAGS_OF_NOTE = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni",
                  "avx512_bf16", "amx_int8", "amx_bf16")
 GARDEN_PATHS = {  # path -> (backend, quantized); garden_serving aside
@@ -111,9 +110,12 @@ def parse_args():
   parser.add_argument("--sentences", default=STS_DEV, help="STS-B file: "
                       "tab-separated, gold score in column 5, sentences in "
                       "columns 6 and 7")
-  parser.add_argument("--calibration", default=STS_TRAIN, help="STS-B "
-                      "file whose sentences calibrate openvino_int8 (train: "
-                      "never the dev sentences that are scored)")
+  parser.add_argument("--calibration", default=None, help="STS-B "
+                      "file whose sentences calibrate openvino_int8: its "
+                      "sts-train.csv (not shipped; docs/benchmark_data.md "
+                      "says where it comes from), never the dev sentences "
+                      "that are scored; needed unless --work_dir holds the "
+                      "openvino_int8 files already")
   parser.add_argument("--batch_sizes", default="1,32,256")
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--threads", type=int, default=0,
@@ -124,14 +126,20 @@ def parse_args():
                       help="run on a loaded machine anyway (flagged)")
   parser.add_argument("--garden_tf2onnx", action="store_true",
                       help="also time garden_onnx_tf2onnx[_int8]: the "
-                      "encoder through tf2onnx (the fused graph's before)")
+                      "encoder through tf2onnx (the graph the fused one replaced)")
   parser.add_argument("--skip_load_memory", action="store_true",
                       help="leave out load_s and peak_rss_mb (one fresh "
                       "process per path, ~20 s each)")
   parser.add_argument("--prepare_only", action="store_true",
                       help="write the export and the peers' files into "
                       "--work_dir, then stop (no load check, no timing)")
-  return parser.parse_args()
+  args = parser.parse_args()
+  if not args.calibration and not (args.work_dir and os.path.exists(
+      os.path.join(args.work_dir,
+                   encode_peers.PEER_FILES["openvino_int8"]))):
+    parser.error("--calibration is needed: STS-B's sts-train.csv, whose "
+                 "sentences calibrate openvino_int8.")
+  return args
 
 
 def cpu_info():

@@ -2,8 +2,8 @@
 with 1 and 2 worker processes, peak memory per worker, and the projection
 to the paper's ~1B pairs.
 
-The corpus is built from the shipped English text (data/corpus_en, and the
-English corpora of `--sources`): its documents (blank-line separated
+The corpus is built from the English text of `--sources` (the shipped
+data/corpus_en by default): its documents (blank-line separated
 paragraphs) permuted by a seeded shuffle per copy and written into files of
 `--file_megabytes` until it holds `--megabytes` of text. The job is the
 paper's unit (consecutive sequences packed to `--seq_length` tokens with
@@ -50,8 +50,6 @@ from cmlm.data_pipelines import corpus  # noqa: E402
 from cmlm.data_pipelines import tokenization  # noqa: E402
 
 CORPUS = os.path.join(ROOT, "data", "corpus_en")
-SHARED_EN = os.path.join(os.path.dirname(ROOT), "shared", "data", "corpora",
-                         "en")
 VOCAB = os.path.join(ROOT, "data", "vocab_en_uncased.txt")
 FLAGS_OF_NOTE = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
                  "amx_bf16", "amx_int8")
@@ -62,12 +60,15 @@ PROJECTED_WORKERS = (16, 64, 256)
 def parse_args():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--megabytes", type=float, default=50,
-                      help="text in the corpus (the issue asks >= 50)")
+                      help="text in the corpus (50 or more: a worker then "
+                      "has minutes of work)")
   parser.add_argument("--file_megabytes", type=float, default=1,
                       help="text per input file (a file is a Dask task)")
-  parser.add_argument("--sources", default=",".join(
-      path for path in (CORPUS, SHARED_EN) if os.path.isdir(path)),
-                      help="English corpora whose documents are permuted")
+  parser.add_argument("--sources", default=CORPUS,
+                      help="English corpora whose documents are permuted, "
+                      "comma-separated (default: data/corpus_en; the "
+                      "figures of docs/preparing_at_scale.md add "
+                      "corpora/en of the evidence scripts' --source_data)")
   parser.add_argument("--workers", default="1,2",
                       help="local Dask worker processes to time")
   parser.add_argument("--seq_length", type=int, default=256)

@@ -60,8 +60,8 @@ from cmlm.training import import_run  # noqa: E402
 from cmlm.training import run_dir  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STS_DEV = os.path.join(REPO_ROOT, "..", "shared", "data", "eval", "sts",
-                       "STSBenchmark", "sts-dev.csv")
+# STS-B dev as the garden ships it (data/sts_b_dev/, CC BY-SA 4.0).
+STS_DEV = os.path.join(REPO_ROOT, "data", "sts_b_dev", "sts-dev.csv")
 FILES = ("model.safetensors", "config.json", "tokenizer.json", "vocab.txt",
          "tokenizer_config.json", "modules.json", "1_Pooling/config.json",
          "sentence_bert_config.json", "config_sentence_transformers.json")

@@ -21,7 +21,7 @@ Commands:
   prepare build training records from a corpus at scale (Apache Beam):
           text files (local or gs://, .txt/.gz, LANG=keys) to the shuffled,
           sharded TFRecords training streams, or bitext to records;
-          DirectRunner here, Dataflow/Flink/Spark on a cluster
+          DirectRunner on one machine, Dask/Dataflow/Flink/Spark on a cluster
           (data_pipelines/beam_pairs.py)
   eval    evaluate any sentence encoder on STS, SentEval transfer, Tatoeba,
           parallel mining, the language distribution of retrieved

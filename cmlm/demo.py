@@ -59,9 +59,12 @@ NUM_NEIGHBOURS = 3
 DEFAULT_SEED = 0
 
 
-def main(model_dir=None, train_steps=None, seed=DEFAULT_SEED):
+def main(model_dir=None, train_steps=None, seed=DEFAULT_SEED,
+         stsb_dev=demo_measures.STSB_DEV):
+  """`stsb_dev`: the STS-B dev file whose Spearman is reported (default the
+  copy shipped in data/sts_b_dev/)."""
   params = demo_params(train_steps, seed)
-  check_embedded_data(params)
+  check_embedded_data(params, stsb_dev)
   # Everything the run reads is checked before anything is written or
   # measured; the strategy first (it must exist before any TensorFlow op).
   strategy = train.make_strategy(params)
@@ -69,7 +72,8 @@ def main(model_dir=None, train_steps=None, seed=DEFAULT_SEED):
   if not model_dir:
     model_dir = os.path.abspath(DEFAULT_MODEL_DIR)
     replace_default_model_dir(model_dir)
-  model, pairs, figures = train_and_measure(prepared, model_dir, strategy)
+  model, pairs, figures = train_and_measure(prepared, model_dir, strategy,
+                                            stsb_dev)
   sentences = sorted({s1 for s1, _ in pairs})
   print_neighbours(unit_embeddings(embedders.load_embedder(model_dir)),
                    sentences)
@@ -103,7 +107,8 @@ def demo_params(train_steps=None, seed=DEFAULT_SEED):
   return params
 
 
-def train_and_measure(prepared, model_dir, strategy=None):
+def train_and_measure(prepared, model_dir, strategy=None,
+                      stsb_dev=demo_measures.STSB_DEV):
   """Measures the untrained model, trains it into `model_dir`, measures it
   again and prints the figures: (trained model, held-out pairs, the figures
   of the demo's JSON line)."""
@@ -121,17 +126,19 @@ def train_and_measure(prepared, model_dir, strategy=None):
   # untrained encoder is the trained one's starting point.
   train.seed_run(params.task)
   untrained = task_factory.get_task(params.task).build_model()
-  before = measure(untrained, tokenizer, pairs, features, sources)
+  before = measure(untrained, tokenizer, pairs, features, sources,
+                   stsb_dev=stsb_dev)
   bag_of_words = None
   if params.task.model.pooling != "mean":
     bag_of_words = mean_pooled_measures(params, untrained.encoder, tokenizer,
-                                        pairs)
+                                        pairs, stsb_dev)
 
   start = time.perf_counter()
   result = train.run(prepared, model_dir, strategy=strategy)
   model, reporter = result.model, result.progress
   minutes = (time.perf_counter() - start) / 60
-  after = measure(model, tokenizer, pairs, features, sources)
+  after = measure(model, tokenizer, pairs, features, sources,
+                  stsb_dev=stsb_dev)
   if reporter.first_loss is None:  # a finished run in --model_dir
     print(f"\n== {model_dir} already holds the run trained to step {steps}; "
           "measuring it without training.")
@@ -225,11 +232,17 @@ def summary(before, after, bag_of_words, mrr_gain, steps, minutes, seed):
   return figures
 
 
-def check_embedded_data(params):
-  """One sentence, before any work, when the corpus or vocabulary the demo
-  ships is not there (`data/` in a checkout, `cmlm/data/` when installed)."""
+def check_embedded_data(params, stsb_dev=demo_measures.STSB_DEV):
+  """One sentence, before any work, when the corpus, vocabulary or STS-B dev
+  file the demo reads is not there (`data/` in a checkout, `cmlm/data/`
+  when installed)."""
+  if stsb_dev != demo_measures.STSB_DEV and not os.path.isfile(stsb_dev):
+    raise FileNotFoundError(
+        f"--stsb_dev={stsb_dev} is not a file; give STS-B dev in its "
+        "tab-separated layout (sts-dev.csv), or leave the flag out for the "
+        "copy in data/sts_b_dev/.")
   for path in (params.task.objectives.cmlm.train_data.input_path,
-               params.task.tokenization.vocab_file):
+               params.task.tokenization.vocab_file, stsb_dev):
     if not os.path.exists(path):
       raise FileNotFoundError(
           f"The demo's data is missing: {path} does not exist. The garden "
@@ -251,14 +264,15 @@ def replace_default_model_dir(model_dir):
   shutil.rmtree(model_dir)  # the demo's own scratch directory
 
 
-def measure(model, tokenizer, pairs, features, sources, objective="cmlm"):
+def measure(model, tokenizer, pairs, features, sources, objective="cmlm",
+            stsb_dev=demo_measures.STSB_DEV):
   """The demo's measures of one model (`demo_measures`)."""
   mlm_logits = lambda batch: model({objective: batch},
                                    training=False)[objective]["mlm_logits"]
   embed = unit_embeddings(embedder.encoder_embedder(model.encoder, tokenizer))
   result = demo_measures.conditioning_gain(mlm_logits, features, sources)
   result.update(retrieval(embed, pairs))
-  result["stsb_dev"] = demo_measures.stsb_dev_spearman(embed)
+  result["stsb_dev"] = demo_measures.stsb_dev_spearman(embed, stsb_dev)
   return result
 
 
@@ -269,7 +283,8 @@ def retrieval(embed, pairs):
               retrieval_candidates=len({s2 for _, s2 in pairs}))
 
 
-def mean_pooled_measures(params, encoder, tokenizer, pairs):
+def mean_pooled_measures(params, encoder, tokenizer, pairs,
+                         stsb_dev=demo_measures.STSB_DEV):
   """Retrieval and STS-B dev of `encoder`'s weights read with mean pooling.
 
   Pooling has no weights, so this is the same untrained transformer: its
@@ -284,7 +299,7 @@ def mean_pooled_measures(params, encoder, tokenizer, pairs):
     mean_encoder = run_dir.restore_encoder(mean_params, path)
   embed = unit_embeddings(embedder.encoder_embedder(mean_encoder, tokenizer))
   return dict(retrieval(embed, pairs),
-              stsb_dev=demo_measures.stsb_dev_spearman(embed))
+              stsb_dev=demo_measures.stsb_dev_spearman(embed, stsb_dev))
 
 
 def unit_embeddings(embedder_):

@@ -6,8 +6,10 @@ consecutive sentences of English prose; here the prose is two public-domain
 sources, Jane Austen's *Pride and Prejudice* (Project Gutenberg #1342) and the
 US presidential inaugural addresses 1789-2021.
 
-`prepare_corpus_en` re-creates `data/corpus_en/` from the shared copies of
-those sources; `vocabulary.build_vocab_from_corpus` then re-creates
+`prepare_corpus_en(source_dir)` re-creates `data/corpus_en/` from a copy of
+those sources (`source_dir` holding `gutenberg_1342_pride_and_prejudice/
+1342-0.txt`, from GitHub gutenbergbooks/1342, and `inaugural/`, NLTK's
+inaugural corpus: data/corpus_en/SOURCE.txt names the versions); `vocabulary.build_vocab_from_corpus` then re-creates
 `data/vocab_en_uncased.txt`. The cleaning is small and listed in SOURCE.txt.
 """
 import os
@@ -23,9 +25,6 @@ VOCAB_EN_UNCASED = os.path.join(DATA_DIR, 'vocab_en_uncased.txt')
 # The learner picks a word-count threshold: on this corpus words seen twice or
 # more give 8520 tokens and thrice or more 6786, so ask for 8600 to get 8520.
 VOCAB_EN_UNCASED_TARGET_SIZE = 8600
-# `../shared` beside the project root holds the read-only source data.
-SHARED_CORPORA_EN = os.path.join(
-    os.path.dirname(REPOSITORY_ROOT), 'shared', 'data', 'corpora', 'en')
 
 _NOVEL = 'gutenberg_1342_pride_and_prejudice/1342-0.txt'
 _INAUGURAL = 'inaugural'
@@ -75,9 +74,10 @@ def clean_pride_and_prejudice(text: str) -> str:
   return re.sub(r'\n{3,}', '\n\n', text).strip() + '\n'
 
 
-def prepare_corpus_en(source_dir: str = SHARED_CORPORA_EN,
+def prepare_corpus_en(source_dir: str,
                       output_dir: str = CORPUS_EN) -> corpus.CorpusStats:
-  """Writes the embedded English corpus into `output_dir` and returns stats."""
+  """Writes the embedded English corpus into `output_dir` and returns stats
+  (`source_dir`: the sources, laid out as the module's docstring says)."""
   if not os.path.isdir(source_dir):
     raise corpus.CorpusError(
         f'The source corpus directory {source_dir!r} does not exist.')

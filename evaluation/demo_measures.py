@@ -29,8 +29,8 @@ from cmlm.evaluation import statistics
 from cmlm.evaluation import sts
 from cmlm.evaluation import sts_readers
 
-STSB_DEV = os.path.join(runner.DEFAULT_DATA_DIR, "sts", "STSBenchmark",
-                        "sts-dev.csv")
+# Shipped in data/ (cmlm/data/ when installed), CC BY-SA 4.0: its SOURCE.txt.
+STSB_DEV = os.path.join(runner.REPO_ROOT, "data", "sts_b_dev", "sts-dev.csv")
 Features = Dict[str, np.ndarray]
 
 
@@ -213,7 +213,8 @@ def retrieval_gain(ranks_before: np.ndarray, ranks_after: np.ndarray,
 
 def stsb_dev_spearman(embed: Callable[[Sequence[str]], np.ndarray],
                       path: str = STSB_DEV) -> Optional[float]:
-  """STS-B dev Spearman x 100 (zero-shot cosine), or None without the file."""
+  """STS-B dev Spearman x 100 (zero-shot cosine), or None without the file
+  (`path`: STS-B's tab-separated layout; default the copy in data/)."""
   if not os.path.exists(path):
     return None
   pairs = sts_readers.read_sts_benchmark(path)

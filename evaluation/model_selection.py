@@ -39,14 +39,17 @@ def task_scorer(task_name: str, data_dir: Optional[str] = None,
   Args:
     task_name: an evaluation task with a dev split (`DEV_FILES`), e.g.
       "sts-b".
-    data_dir: root of the benchmark files (default: the eval command's).
+    data_dir: root of the benchmark files, in the eval command's
+      `--data_dir` layout (docs/benchmark_data.md); no default: this or
+      `task_path` is needed.
     task_path: the dev file (or its folder) instead of its place under
       `data_dir`.
     batch_size: sentences per call of `embed`.
     max_examples: a fixed subset, for quick runs.
 
   Raises:
-    ValueError: unknown task, or one without a dev split.
+    ValueError: unknown task, one without a dev split, or neither
+      `data_dir` nor `task_path`.
     FileNotFoundError: its data is missing.
   """
   if not is_task(task_name):
@@ -58,7 +61,12 @@ def task_scorer(task_name: str, data_dir: Optional[str] = None,
                      "no dev split to select a checkpoint on; use one of "
                      f"{', '.join(DEV_FILES)}.")
   task = tasks_lib.TASKS[task_name]
-  data_dir = data_dir or runner.DEFAULT_DATA_DIR
+  if not data_dir and not task_path:
+    raise ValueError(
+        f"trainer.best_checkpoint_eval_metric={task_name} needs its dev file: "
+        "give --eval_data_dir=DIR, the folder of the benchmark files in the "
+        f"eval command's --data_dir layout ({runner.DATA_DOC} says where each "
+        "comes from).")
   path = task_path or os.path.join(data_dir, task.default_path)
   if os.path.isdir(path):
     path = os.path.join(path, DEV_FILES[task_name])

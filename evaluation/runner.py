@@ -32,10 +32,6 @@ from cmlm.evaluation import tasks as tasks_lib
 from cmlm.evaluation.task_data import EvalOptions
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The developers' copy of the benchmarks beside the checkout, which the
-# tests and the evidence scripts read. `eval` never defaults to it; the
-# best-checkpoint score of `train` still does (model_selection.py).
-DEFAULT_DATA_DIR = os.path.join(REPO_ROOT, "..", "shared", "data", "eval")
 DATA_DOC = "docs/benchmark_data.md"
 
 

@@ -42,6 +42,11 @@ from cmlm.training.task import SentenceEncoderTaskConfig
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMBEDDED_CORPUS = os.path.join(REPO_ROOT, "data", "corpus_en")
 EMBEDDED_VOCAB = os.path.join(REPO_ROOT, "data", "vocab_en_uncased.txt")
+# Where an experiment on public data the repository does not ship (the
+# projects' multilingual corpora, bitext, NLI) reads it by default:
+# `source_data/` of the working directory, laid out as its README says;
+# an override of its `input_path` names any other place.
+SOURCE_DATA = "source_data"
 
 
 def vocab_size_of(vocab_file: str) -> int:

@@ -340,7 +340,7 @@ def main(argv=None):
   protocol.check_arms(all_arms)
   protocol.check_equal_compute(all_arms)  # the start is not trained
   store = protocol.UnitStore(args.work_dir, args.units_dir)
-  data_dir = runner.DEFAULT_DATA_DIR
+  data_dir = protocol.data_dir(args)
   if not args.report_only:
     for name, seed in protocol.unit_order(all_arms, args.arms, args.seeds):
       store.run(name, seed,

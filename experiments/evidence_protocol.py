@@ -324,8 +324,11 @@ def unit_order(arms: Sequence[Arm], chosen: Sequence[str],
 
 
 def add_arguments(parser: argparse.ArgumentParser, arms: Sequence[str],
-                  default_seeds: str = "1,2,3") -> None:
-  """--seeds, --arms, --resamples, --report_only."""
+                  default_seeds: str = "1,2,3",
+                  benchmarks: bool = True) -> None:
+  """--seeds, --arms, --resamples, --report_only, and with `benchmarks`
+  --data_dir (a script that reads its evaluation data from a folder of its
+  own flags leaves it out)."""
   parser.add_argument("--seeds", default=default_seeds,
                       help="Comma-separated seeds; every arm runs each "
                       f"(at least {MIN_SEEDS} for the table).")
@@ -337,6 +340,39 @@ def add_arguments(parser: argparse.ArgumentParser, arms: Sequence[str],
                       help="Bootstrap resamples of the intervals.")
   parser.add_argument("--report_only", action="store_true",
                       help="Tabulate finished units; train nothing.")
+  if not benchmarks:
+    return
+  parser.add_argument("--data_dir", default=None,
+                      help="The benchmark files the dev measures read, in "
+                      f"the eval command's --data_dir layout ({DATA_LAYOUT}); "
+                      "no default, needed unless --report_only.")
+
+
+# What `--data_dir` holds and where its files come from.
+DATA_LAYOUT = ("sts/STSBenchmark, sts/SICK, transfer/..., tatoeba/: "
+               "docs/benchmark_data.md")
+
+
+def data_dir(args) -> Optional[str]:
+  """The evidence run's `--data_dir`: the folder of the benchmark files
+  (None with `--report_only`, which reads none). One sentence naming the flag
+  and what it holds when it is missing, before anything trains."""
+  return data_folder(args, "data_dir", "the folder of the benchmark files, "
+                     f"in the eval command's --data_dir layout ({DATA_LAYOUT})")
+
+
+def data_folder(args, flag: str, holds: str) -> Optional[str]:
+  """`args.<flag>`, a data folder an evidence script takes by flag (no
+  default outside the repository): the folder, or None with `--report_only`
+  when not given; else one sentence naming the flag and what it `holds`."""
+  value = getattr(args, flag)
+  if value and os.path.isdir(value):
+    return value
+  if args.report_only and not value:
+    return None
+  what = (f"--{flag}={value} is not a folder" if value
+          else f"--{flag} is missing")
+  raise ValueError(f"{what}: give {holds}.")
 
 
 def parse_selection(args, arms: Sequence[str]) -> Tuple[List[int], List[str]]:

@@ -1,6 +1,7 @@
 """Evidence at small scale for section 4: S3 vs CMLM alone on Tatoeba, +/- PCR.
 
-With the multilingual data of ../shared/data, trains the same tiny encoder
+With the multilingual data of `--source_data` (`SOURCE_DATA_HOLDS`), trains
+the same tiny encoder
   * CMLM alone for T steps, and
   * S3: CMLM for T/2 steps, then CMLM + bitext retrieval for T/2 steps,
 then reports Tatoeba top-1 retrieval accuracy in both directions (table 5's
@@ -10,7 +11,8 @@ removal (section 5.2; components fitted on held-apart UDHR/bitext sentences of
 each language, never on the test sentences). Prints a table and a final JSON
 line.
 
-  python experiments/multilingual_evidence.py [--steps=2000] [--work_dir=DIR]
+  python experiments/multilingual_evidence.py --source_data=DIR \
+      [--steps=2000] [--work_dir=DIR]
 """
 import argparse
 import glob
@@ -42,8 +44,13 @@ from official.core import exp_factory  # noqa: E402
 from cmlm.training import run_dir  # noqa: E402
 from cmlm.training import train  # noqa: E402
 
-SHARED = os.path.join(os.path.dirname(cmlm_experiments.REPO_ROOT), "shared",
-                      "data")
+# What `--source_data` holds (none of it ships; docs/benchmark_data.md says
+# where Tatoeba comes from, each folder's own notes where the rest does).
+SOURCE_DATA_HOLDS = (
+    "corpora/multilingual/udhr2/ (UDHR translations, one file per "
+    "language), bitext/gettext_glib_gtk/ (en-xx TSV) and bitext/multi30k/ "
+    "(Multi30k train.en.gz, train.xx.gz), eval/tatoeba/ (Tatoeba test "
+    "pairs, tatoeba.xxx-eng.xxx and .eng)")
 # Tatoeba code -> (UDHR file, gettext language) for the 8 test languages.
 LANGUAGES = {"fra": ("fra", "fr"), "deu": ("deu", "de"), "spa": ("spa", "es"),
              "rus": ("rus", "ru"), "cmn": ("cmn_hans", "zh_CN"),
@@ -57,7 +64,8 @@ def parse_args():
   parser.add_argument("--vocab_size", type=int, default=12000)
   parser.add_argument("--work_dir", default=os.path.join(
       cmlm_experiments.REPO_ROOT, "runs", "multilingual_evidence"))
-  parser.add_argument("--shared_data", default=SHARED)
+  parser.add_argument("--source_data", required=True,
+                      help="The folder of the data: " + SOURCE_DATA_HOLDS)
   return parser.parse_args()
 
 
@@ -181,7 +189,7 @@ def evaluate(model, tokenization_config, shared, samples):
 def main():
   args = parse_args()
   start = time.perf_counter()
-  corpora, bitext_path, pairs, samples = gather_data(args.shared_data,
+  corpora, bitext_path, pairs, samples = gather_data(args.source_data,
                                                      args.work_dir)
   vocab_path = build_vocab(corpora, pairs, args.vocab_size, args.work_dir)
   print(f"{len(pairs)} translation pairs; vocabulary {vocab_path}", flush=True)
@@ -201,7 +209,7 @@ def main():
   tokenization_config = experiment(corpora, bitext_path, vocab_path,
                                    args.steps, 1.0, 0.0).task.tokenization
   for name, model in runs.items():
-    plain, removed = evaluate(model, tokenization_config, args.shared_data,
+    plain, removed = evaluate(model, tokenization_config, args.source_data,
                               samples)
     report[name], report[name + "+PCR"] = plain, removed
   print(f"\nTatoeba top-1 accuracy (xx->eng / eng->xx), {args.steps} steps "

@@ -38,7 +38,7 @@ the runtime does, against the SavedModel's encoder on the in-graph
 tokenization; `artifact.json` records the smallest cosine of float32 and of
 int8. An artifact that cannot be made (a converter error, a missing
 package) is reported in one line by `write_artifacts` and the others are
-written. Nothing here names a path of this machine.
+written. Nothing here names a local path.
 `--formats=sentence_transformers` (`export.sentence_transformers_folder`)
 is parsed here too: the transformer as a Hugging Face / sentence-transformers
 folder.

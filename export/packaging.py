@@ -20,7 +20,7 @@ export even while another export runs) and writes
                                     models init` leaves it)
 
 An export whose card states no license (`--license`) is refused: Kaggle
-Models takes none without one. Nothing written names a path of this machine
+Models takes none without one. Nothing written names a local path
 (`export_info.json` and the card name the checkpoint relative to the run).
 Archive entries are sorted and owned by root.
 `P` appears whole or not at all (`training.atomic`).

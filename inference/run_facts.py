@@ -9,7 +9,7 @@ model card and an MTEB model's metadata share.
 
 Everything comes from a `run_record.RunRecord` (its config, vocabulary
 and `import_info.json` as read once); nothing here reads a file, and
-nothing keeps a path of this machine: files go by their names relative to
+nothing keeps a local path: files go by their names relative to
 the run, or by base name. `export.cards.card_facts` adds what the user
 states; `cmlm.mteb_model` reads the same facts for MTEB.
 """

@@ -25,7 +25,7 @@ so an error leaves nothing behind.
 `import_info.json` records where the weights came from, for the model card
 export writes (export/cards/model_card.py): the source's name (`--source_name`, a
 Hugging Face cache's `org/name`, the H1 title of its README.md, or the
-directory's base name: never a path of this machine), its kind, and what
+directory's base name: never a local path), its kind, and what
 its README.md's front matter states (license, languages, datasets) and its
 BibTeX; `--source_license` states a license the source does not.
 """
@@ -250,12 +250,12 @@ def _source_name(path: str, directory: str, readme: str) -> str:
 def source_info(source: str, source_name: Optional[str] = None,
                 source_license: Optional[str] = None) -> dict:
   """What import_info.json records of `source`: its name, kind, URL when
-  known, and what its README.md states; no path of this machine."""
+  known, and what its README.md states; no local path."""
   if source_name and (os.path.isabs(source_name) or
                       source_name.startswith(("~", "."))):
     raise ValueError(f"--source_name={source_name} must be the source's "
                      "name (e.g. sentence-transformers/all-MiniLM-L6-v2), "
-                     "not a path on this machine.")
+                     "not a local path.")
   path = tf_hub.split_source(source)[0].rstrip("/")
   directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
   if tf_hub.is_saved_model(path) and os.path.basename(

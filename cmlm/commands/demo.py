@@ -4,7 +4,8 @@ bootstrap 95% interval), next-sequence retrieval and STS-B dev against the
 untrained encoder, show the nearest neighbours of a few held-out queries,
 export the model, and print the figures as one JSON line, last.
 
-    python -m cmlm demo [--model_dir=DIR] [--train_steps=N] [--seed=S]
+    python -m cmlm demo [--model_dir=DIR] [--train_steps=N] [--seed=S] \
+        [--stsb_dev=FILE]
 """
 from absl import flags
 
@@ -20,6 +21,10 @@ flags.DEFINE_integer("train_steps", None, "Training steps (default: "
 flags.DEFINE_integer("seed", 0, "The run's one seed (initialisation, data "
                      "order, masks, dropout): the same seed on one machine "
                      "prints the same figures.", flag_values=FLAGS)
+flags.DEFINE_string("stsb_dev", None, "STS-B dev file (sts-dev.csv, "
+                    "tab-separated) whose Spearman the demo reports (default: "
+                    "the copy shipped in data/sts_b_dev/, CC BY-SA 4.0).",
+                    flag_values=FLAGS)
 
 
 def main(argv) -> None:
@@ -31,7 +36,8 @@ def main(argv) -> None:
     raise ValueError(f"--seed must be 0 or more, got {FLAGS.seed}.")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import demo  # pylint: disable=g-import-not-at-top
+  stsb_dev = FLAGS.stsb_dev or demo.demo_measures.STSB_DEV
   # SIGTERM or Ctrl-C while it trains: a checkpoint, one line, 143 or 130.
   with training_exits.training_exits("demo"):
     demo.main(model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
-              seed=FLAGS.seed)
+              seed=FLAGS.seed, stsb_dev=stsb_dev)

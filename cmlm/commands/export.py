@@ -9,7 +9,7 @@ Serving text-to-embedding SavedModel (export/exporter.py).
         [--formats=saved_model,tflite,onnx,sentence_transformers]
 
 Each export carries a model card, README.md (export/cards/model_card.py), that
-names no path of this machine; --model_name, --dataset_name, --license and
+names no local path; --model_name, --dataset_name, --license and
 --language state what the run cannot tell. --package_dir also packs the
 export as .tar.gz archives for TF-Hub and Kaggle Models
 (export/packaging.py), which needs a license.

@@ -86,7 +86,7 @@ def define_beam_flags(flag_values: flags.FlagValues, module_name: str) -> None:
   """`--runner`, `--direct_num_workers` and `--overwrite`, as every Beam
   command (`prepare`, a project's) takes them; `pipeline_args` reads them."""
   flags.DEFINE_string("runner", "DirectRunner", "The Beam runner: "
-                      "DirectRunner (this machine), DaskRunner (prepare "
+                      "DirectRunner (the launching machine), DaskRunner (prepare "
                       "only), DataflowRunner, FlinkRunner, SparkRunner, "
                       "PortableRunner...", flag_values=flag_values,
                       module_name=module_name)

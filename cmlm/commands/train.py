@@ -39,9 +39,10 @@ flags.DEFINE_enum("strategy", None, STRATEGIES,
                   "GPUs, else one_device).", flag_values=FLAGS)
 flags.DEFINE_string("eval_data_dir", None,
                     "Benchmark files for a best-checkpoint score "
-                    "(trainer.best_checkpoint_eval_metric=sts-b...), in the "
-                    "eval command's --data_dir layout (default: the eval "
-                    "command's).", flag_values=FLAGS)
+                    "(trainer.best_checkpoint_eval_metric=sts-b...): the "
+                    "folder of the benchmark files in the eval command's "
+                    "--data_dir layout (docs/benchmark_data.md). No default; "
+                    "needed with that metric.", flag_values=FLAGS)
 
 
 def main(argv) -> None:

@@ -12,7 +12,7 @@ the rest comes from the run as `inference.run_record` read it once: its
 config, vocabulary, an import's `import_info.json` (origin, license,
 citation), the `cmlm eval` report, and what the run says of itself
 (`inference.run_facts`: license, languages, training data). This module
-reads no file of the run. Nothing here keeps a path of this machine: the
+reads no file of the run. Nothing here keeps a local path: the
 checkpoint and the vocabulary go by their names relative to the run,
 training data by `--dataset_name` or by file name.
 `export.cards.model_card` renders the facts; `export.publish` records them in
@@ -60,7 +60,7 @@ def check_options(options: CardOptions) -> CardOptions:
     if not dataset.strip() or _MACHINE_PATH.search(dataset.strip()):
       raise ValueError(f"--dataset_name={value!r} must name a dataset (e.g. "
                        "wikipedia, or cmlm=wikipedia for one objective), "
-                       "not a path on this machine.")
+                       "not a local path.")
     datasets.append(value.strip())
   languages = []
   for value in options.languages:
@@ -147,7 +147,7 @@ def card_facts(run, version: int, embedding_dim: int, normalize: bool,
 
 
 def export_info(facts: CardFacts) -> dict:
-  """What `export_info.json` records of the card (no path of this machine)."""
+  """What `export_info.json` records of the card (no local path)."""
   return dict(model_name=facts.model_name, license=facts.license,
               language=facts.languages,
               datasets=sorted({n for names in facts.datasets.values()

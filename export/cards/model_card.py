@@ -25,7 +25,7 @@ and into a package (`export.packaging`):
     Outputs, Model Usage: a snippet that runs as written from the card's
     directory, Fine-tuning, Changelog).
 
-The card names no path of this machine: the checkpoint and the vocabulary
+The card names no local path: the checkpoint and the vocabulary
 by their names relative to the run (`ckpt-2000`, `vocab.txt`), training
 data by `--dataset_name` or by file name, the model by `--model_name` or
 the run directory's name. A run written by `python -m cmlm import` (its
@@ -34,7 +34,8 @@ source's name, license and citation; a run trained from one
 (`task.init_checkpoint`) credits it as its starting point.
 
 What a trained model is: a sentence encoder trained with Conditional Masked
-Language Modeling (Yang et al. 2021, `../shared/papers/cmlm_yang2021.txt`,
+Language Modeling (Yang et al. 2021, "Universal Sentence Representation
+Learning with Conditional Masked Language Model", arXiv:2012.14388,
 sections 2-3) and the run's other objectives, mean/cls/max pooled.
 """
 import re

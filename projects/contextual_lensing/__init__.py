@@ -1,1 +1,5 @@
-"""Contextual lensing: lenses over a frozen encoder (../shared/papers/contextual_lensing_kiros2020.txt): README.md."""
+"""Contextual lensing: lenses over a frozen encoder: README.md.
+
+Kiros 2020, "Contextual Lensing of Universal Sentence Representations",
+arXiv:2002.10018.
+"""

@@ -10,8 +10,10 @@ protocol (`experiments/evidence_protocol.py`).
      classifier's initialisation, data order, the lens's embedding
      dropout), the Classifier (`lensing/nli`: a hidden layer of 512 over
      [u, v, |u-v|, u*v]) trains a lens for `--steps` steps of `--batch_size`
-     sentence pairs on the partial SNLI of ../shared (dev + test, ~2.5k
-     pairs; MultiNLI and the full SNLI are not offline), Adam 1e-3 with 10%
+     sentence pairs on a partial SNLI (`--snli_dir`: the first ~1.3k lines
+     of SNLI 1.0's snli_1.0_dev.jsonl and snli_1.0_test.jsonl, ~2.5k pairs
+     together, CC BY-SA 4.0, https://nlp.stanford.edu/projects/snli/),
+     Adam 1e-3 with 10%
      warm-up:
        * `Simple` (D=1024) and `GatedConv` (D=1024, gating 256, M=1, width
          3), embedding dropout 0.1: the same core passes (2 sentences a
@@ -49,15 +51,12 @@ sys.path.insert(0, REPO_ROOT)
 
 
 from cmlm.evaluation import encoders  # noqa: E402
-from cmlm.evaluation import runner  # noqa: E402
 from cmlm.experiments import evidence_measures  # noqa: E402
 from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
 from cmlm.experiments.command_runs import cmlm  # noqa: E402
 from cmlm.experiments.command_runs import import_minilm  # noqa: E402
 from cmlm.projects.contextual_lensing import registry_imports  # noqa: E402,F401  (reads its runs)
 
-SHARED = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
-SNLI = os.path.join(SHARED, "nli", "snli_partial")
 CONTROL = "MeanPool"
 LENSES = {
     CONTROL: {"type": "mean"},
@@ -87,6 +86,12 @@ def parse_args(argv=None):
                       "task (a fixed subset)")
   parser.add_argument("--work_dir", default=os.path.join(
       REPO_ROOT, "runs", "lensing_evidence"))
+  parser.add_argument("--snli_dir", default=None,
+                      help="The folder of SNLI 1.0's snli_1.0_dev.jsonl and "
+                      "snli_1.0_test.jsonl (whole or their first lines; "
+                      "https://nlp.stanford.edu/projects/snli/), the "
+                      "Classifier's training pairs; needed unless "
+                      "--report_only.")
   protocol.add_arguments(parser, ARMS)
   args = parser.parse_args(argv)
   args.cores = [c.strip() for c in args.cores.split(",") if c.strip()]
@@ -119,14 +124,15 @@ def arms(args, seq_length):
           for name in ARMS]
 
 
-def snli_pairs(work_dir):
-  """The partial SNLI's dev and test in one jsonl (the Classifier's data)."""
+def snli_pairs(work_dir, snli_dir):
+  """The partial SNLI's dev and test in one jsonl (the Classifier's data;
+  `snli_dir`: `--snli_dir`)."""
   path = os.path.join(work_dir, "snli_partial.jsonl")
   if not os.path.exists(path):
     os.makedirs(work_dir, exist_ok=True)
     with open(path, "w", encoding="utf-8") as out:
       for name in ("snli_1.0_dev.jsonl", "snli_1.0_test.jsonl"):
-        with open(os.path.join(SNLI, name), encoding="utf-8") as f:
+        with open(os.path.join(snli_dir, name), encoding="utf-8") as f:
           out.writelines(line.rstrip("\n") + "\n" for line in f
                          if line.strip())
   return path
@@ -173,8 +179,7 @@ def run_unit(name, seed, core, args, store, data):
        f"--params_override={json.dumps(override(name, core, seed, data, args))}")
   seconds = time.perf_counter() - began
   encoder = encoders.load_encoder(model_dir, show_progress=False)
-  samples = evidence_measures.evaluate(encoder, MEASURES,
-                                       runner.DEFAULT_DATA_DIR,
+  samples = evidence_measures.evaluate(encoder, MEASURES, args.data_dir,
                                        max_train=args.max_train)
   return {"measures": samples, "train_seconds": seconds,
           "core_unchanged": core_unchanged(core, model_dir)}
@@ -200,7 +205,7 @@ def run_core(name, args):
   protocol.check_equal_compute(all_arms)
   store = protocol.UnitStore(os.path.join(args.work_dir, name))
   if not args.report_only:
-    data = snli_pairs(args.work_dir)
+    data = snli_pairs(args.work_dir, args.snli_dir)
     for seed in args.seeds:
       for arm in args.arms:
         if store.load(arm, seed) is not None:
@@ -225,6 +230,9 @@ def run_core(name, args):
 
 def main(argv=None):
   args = parse_args(argv)
+  args.data_dir = protocol.data_dir(args)
+  protocol.data_folder(args, "snli_dir", "the folder of SNLI 1.0's "
+                       "snli_1.0_dev.jsonl and snli_1.0_test.jsonl")
   return {core: run_core(core, args) for core in args.cores}
 
 

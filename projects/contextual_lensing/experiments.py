@@ -1,5 +1,5 @@
 """Contextual lensing experiments (Kiros et al. 2020,
-`../shared/papers/contextual_lensing_kiros2020.txt`).
+"Contextual Lensing of Universal Sentence Representations", arXiv:2002.10018).
 
 A lens (`task.model.pooling_head`: mean, simple or gated_conv) learns, over a frozen
 core (`task.model.trainable_core=false`), to reduce the core's token states
@@ -10,10 +10,12 @@ but the lens, and its vocabulary, are taken over; see
 `training.run_config.adopt_init_checkpoint_encoder`), whose variables stay
 bit-identical.
 
-- `lensing/tiny`: a Simple lens (D=256) with the Classifier on the partial
-  SNLI of ../shared (dev to train, test to validate); cmlm/tiny's encoder
+- `lensing/tiny`: a Simple lens (D=256) with the Classifier on a partial
+  SNLI under `source_data/nli/snli_partial/` of the working directory
+  (README.md, "Data"; dev to train, test to validate); cmlm/tiny's encoder
   (start from a `cmlm/tiny` run). Minutes on 2 CPU cores.
-- `lensing/tiny_ranker`: a Simple lens with the Ranker on Multi30k en|de.
+- `lensing/tiny_ranker`: a Simple lens with the Ranker on Multi30k en|de
+  (`source_data/bitext/multi30k/`).
 - `lensing/nli`: section 4.1's NLI lens, sCL(BERT; NLI)-like: GatedConv
   (D=1024, gating 256, M=1, width 3), embedding dropout 0.1, Classifier
   hidden 512, batch 128, Adam 1e-3 with 2k warm-up (inside table 3's search
@@ -39,10 +41,9 @@ from official.modeling import optimization
 from cmlm.training.strategies import FROM_HARDWARE
 from cmlm.training.task import SentenceEncoderTaskConfig
 
-SHARED_DATA = os.path.join(os.path.dirname(cmlm_experiments.REPO_ROOT),
-                           "shared", "data")
-SNLI_PARTIAL = os.path.join(SHARED_DATA, "nli", "snli_partial")
-MULTI30K = os.path.join(SHARED_DATA, "bitext", "multi30k")
+SNLI_PARTIAL = os.path.join(cmlm_experiments.SOURCE_DATA, "nli",
+                            "snli_partial")
+MULTI30K = os.path.join(cmlm_experiments.SOURCE_DATA, "bitext", "multi30k")
 
 
 def _optimization(learning_rate: float, warmup_steps: int, train_steps: int):

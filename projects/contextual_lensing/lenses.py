@@ -1,7 +1,7 @@
 """Contextual lenses: reductions of a frozen core's token states to one vector.
 
-Kiros & Chan 2020 (`../shared/papers/contextual_lensing_kiros2020.txt`,
-section 3) split a sentence vector into s = Psi_L(Psi_B(S; Theta_B); Theta_L):
+Kiros & Chan 2020 ("Contextual Lensing of Universal Sentence
+Representations", arXiv:2002.10018, section 3) split a sentence vector into s = Psi_L(Psi_B(S; Theta_B); Theta_L):
 the core Psi_B (any transformer of the garden, its variables frozen) gives the
 token states E `[batch, time, hidden]`, and a small "lens" Psi_L with its own
 parameters reduces E to a fixed-size vector. The three lenses of section 3:

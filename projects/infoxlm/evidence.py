@@ -101,8 +101,14 @@ def parse_args(argv=None):
   parser.add_argument("--vocab_size", type=int, default=12000)
   parser.add_argument("--work_dir", default=os.path.join(
       cmlm_experiments.REPO_ROOT, "runs", "infoxlm_evidence"))
-  parser.add_argument("--shared_data", default=multilingual_evidence.SHARED)
-  protocol.add_arguments(parser, DEFAULT_ARMS)
+  parser.add_argument("--source_data", default=None,
+                      help="The folder of the data: "
+                      + multilingual_evidence.SOURCE_DATA_HOLDS
+                      + ", and bitext/debian_reference/ (Debian Reference "
+                      "en-de/fr/es aligned TSV, the default mixup partner); "
+                      "needed unless --report_only")
+  # Tatoeba is read from --source_data's eval/tatoeba/, no --data_dir.
+  protocol.add_arguments(parser, DEFAULT_ARMS, benchmarks=False)
   args = parser.parse_args(argv)
   protocol.check_counts(parser, args, ("steps", "start_steps"))
   if not 1 <= args.intermediate_layer <= NUM_LAYERS:
@@ -244,7 +250,7 @@ def data(args):
   """(corpora, bitext path, vocabulary path, mixup partner path), built
   once in the work dir."""
   corpora, bitext_path, pairs, _ = multilingual_evidence.gather_data(
-      args.shared_data, args.work_dir)
+      args.source_data, args.work_dir)
   vocab_path = unique_vocab(multilingual_evidence.build_vocab(
       corpora, pairs, args.vocab_size, args.work_dir))
   print(f"{len(pairs)} translation pairs; vocabulary {vocab_path}",
@@ -252,7 +258,7 @@ def data(args):
   partner = {"none": "", "debian_reference": None}.get(args.mixup_partner,
                                                        args.mixup_partner)
   if partner is None:
-    partner = debian_partner(args.shared_data, args.work_dir)
+    partner = debian_partner(args.source_data, args.work_dir)
   return corpora, bitext_path, vocab_path, partner
 
 
@@ -273,7 +279,7 @@ def tatoeba(model_dir, args):
   encoder = encoders.load_encoder(model_dir, show_progress=False)
   return {"tatoeba": evidence_measures.tatoeba_sample(
       encoder, evidence_measures.tatoeba_dev_pairs(
-          os.path.join(args.shared_data, "eval", "tatoeba"), LANGUAGES))}
+          os.path.join(args.source_data, "eval", "tatoeba"), LANGUAGES))}
 
 
 def run_unit(name, seed, args, store, common, partner) -> dict:
@@ -296,6 +302,8 @@ def run_unit(name, seed, args, store, common, partner) -> dict:
 
 def main(argv=None):
   args = parse_args(argv)
+  protocol.data_folder(args, "source_data", "the folder of the data (--help "
+                       "says what it holds)")
   all_arms = arms(args)
   protocol.check_equal_compute(all_arms)
   store = protocol.UnitStore(args.work_dir)

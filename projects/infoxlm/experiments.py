@@ -1,8 +1,9 @@
 """InfoXLM experiments (Chi et al. 2021): MMLM + TLM + XLCo, eq. 7.
 
-- `infoxlm/tiny`: cmlm/tiny's 2-layer encoder on CPU with the offline data
-  of ../shared/data: monolingual UDHR text (+ English Genesis) for MMLM, Multi30k
-  en-de/fr/cs and gettext en-xx translation pairs for TLM and XLCo. Give it
+- `infoxlm/tiny`: cmlm/tiny's 2-layer encoder on CPU with public data under
+  `source_data/` of the working directory (README.md, "Data"): monolingual
+  UDHR text (+ English Genesis) for MMLM, Multi30k en-de/fr/cs and gettext
+  en-xx translation pairs for TLM and XLCo. Give it
   a cased multilingual vocabulary (`python -m cmlm vocab ...`, or the one
   projects/infoxlm/evidence.py builds) with `task.tokenization.vocab_file`
   (the encoder takes its size).
@@ -43,8 +44,7 @@ from official.core import exp_factory
 from official.nlp.configs import encoders
 from cmlm.training.task import SentenceEncoderTaskConfig
 
-SHARED_DATA = os.path.join(os.path.dirname(cmlm_experiments.REPO_ROOT),
-                           "shared", "data")
+SOURCE_DATA = cmlm_experiments.SOURCE_DATA
 # UDHR file names of the tiny experiment's monolingual languages.
 UDHR_LANGUAGES = {"en": "eng", "de": "deu", "fr": "fra", "cs": "ces",
                   "es": "spa", "ru": "rus", "zh": "cmn_hans", "ja": "jpn",
@@ -52,7 +52,7 @@ UDHR_LANGUAGES = {"en": "eng", "de": "deu", "fr": "fra", "cs": "ces",
 GETTEXT_LANGUAGES = ("de", "fr", "es", "ru", "zh_CN", "ja", "ar", "it")
 
 
-def tiny_monolingual_path(shared: str = SHARED_DATA) -> str:
+def tiny_monolingual_path(shared: str = SOURCE_DATA) -> str:
   """"lang=file,..." of UDHR (every language) and Genesis (English; the
   other Genesis files are Latin-1, not UTF-8)."""
   corpora = os.path.join(shared, "corpora", "multilingual")
@@ -62,7 +62,7 @@ def tiny_monolingual_path(shared: str = SHARED_DATA) -> str:
   return ",".join(parts)
 
 
-def tiny_bitext_path(shared: str = SHARED_DATA) -> str:
+def tiny_bitext_path(shared: str = SOURCE_DATA) -> str:
   """Multi30k en-de/fr/cs and gettext en-xx, one corpus each."""
   multi30k = os.path.join(shared, "bitext", "multi30k")
   gettext = os.path.join(shared, "bitext", "gettext_glib_gtk")

@@ -1,1 +1,4 @@
-"""MiSAD: PMI n-grams and universal representations (../shared/papers/misad_ulr_li2020.txt): README.md."""
+"""MiSAD: PMI n-grams and universal representations: README.md.
+
+Li and Zhao 2020, "Pre-training Universal Language Representation".
+"""

@@ -56,7 +56,6 @@ sys.path.insert(0, REPO_ROOT)
 
 
 from cmlm.evaluation import encoders  # noqa: E402
-from cmlm.evaluation import runner  # noqa: E402
 from cmlm.evaluation import statistics  # noqa: E402
 from cmlm.experiments import evidence_measures  # noqa: E402
 from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
@@ -96,8 +95,11 @@ def parse_args(argv=None):
                       "start from (default: all-MiniLM-L6-v2, imported).")
   parser.add_argument("--work_dir", default=os.path.join(
       REPO_ROOT, "runs", "misad_evidence"))
-  parser.add_argument("--shared_data", default=os.path.join(
-      os.path.dirname(REPO_ROOT), "shared", "data"))
+  parser.add_argument("--source_data", default=None,
+                      help="The folder holding corpora/en/state_union/ "
+                      "(State of the Union addresses, one text file each: "
+                      "the collapse diagnostic's held-out sentences); needed "
+                      "unless --report_only.")
   protocol.add_arguments(parser, ARMS)
   args = parser.parse_args(argv)
   protocol.check_counts(parser, args, ("steps", "batch_size"))
@@ -177,7 +179,7 @@ def dev_questions(path):
                                     list(range(0, len(questions), 2)))
 
 
-def evaluate(model, questions):
+def evaluate(model, questions, data_dir):
   encoder = encoders.load_encoder(model, show_progress=False)
   credits = analogy.question_credits(encoder, questions)
   samples = {"word analogy": statistics.mean_sample(credits, 100)}
@@ -185,7 +187,7 @@ def evaluate(model, questions):
     samples[kind] = statistics.mean_sample(
         [c for c, k in zip(credits, questions.kinds) if k == kind], 100)
   samples["sts-b"] = evidence_measures.sts_sample(
-      encoder, evidence_measures.sts_pairs("sts-b", runner.DEFAULT_DATA_DIR))
+      encoder, evidence_measures.sts_pairs("sts-b", data_dir))
   for name, sample in samples.items():
     print(f"  {name}: {statistics.statistic(sample):.2f}", flush=True)
   return samples
@@ -196,7 +198,7 @@ def held_out_ngrams(args) -> str:
   on them), marked once into the work dir."""
   path = os.path.join(args.work_dir, "held_out_ngrams.txt")
   if not os.path.exists(path):
-    folder = os.path.join(args.shared_data, HELD_OUT)
+    folder = os.path.join(args.source_data, HELD_OUT)
     files = sorted(os.listdir(folder))[:HELD_OUT_FILES]
     pmi_ngrams.extract_ngrams(
         ",".join(os.path.join(folder, name) for name in files), path)
@@ -259,7 +261,8 @@ def print_diagnostics(store, seeds):
 def run_unit(name, seed, args, store, start, ngrams, questions) -> dict:
   began = time.perf_counter()
   if name == START:
-    return {"measures": evaluate(start, questions), "seconds": 0.0}
+    return {"measures": evaluate(start, questions, args.data_dir),
+            "seconds": 0.0}
   model_dir = os.path.join(store.directory(name, seed), "run")
   print(f"\n== {name}, seed {seed}: {compute(name, args).describe()}",
         flush=True)
@@ -267,7 +270,7 @@ def run_unit(name, seed, args, store, start, ngrams, questions) -> dict:
        f"--model_dir={model_dir}",
        f"--params_override={overrides(start, ngrams, name, seed, args)}")
   seconds = time.perf_counter() - began
-  result = {"measures": evaluate(model_dir, questions),
+  result = {"measures": evaluate(model_dir, questions, args.data_dir),
             "train_seconds": seconds}
   if name == MISAD:
     result["diagnostics"] = collapse_diagnostic(model_dir,
@@ -277,6 +280,9 @@ def run_unit(name, seed, args, store, start, ngrams, questions) -> dict:
 
 def main(argv=None):
   args = parse_args(argv)
+  args.data_dir = protocol.data_dir(args)
+  protocol.data_folder(args, "source_data",
+                       "the folder holding corpora/en/state_union/")
   all_arms = arms(args)
   check_compute(all_arms, args)
   store = protocol.UnitStore(args.work_dir)

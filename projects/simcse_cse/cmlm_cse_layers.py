@@ -1,6 +1,8 @@
 """SimCSE's train-only MLP and CMLM-CSE's auxiliary network (paper sec. 3).
 
-CMLM-CSE (`../shared/papers/cmlm_cse_2023.txt`) adds to unsupervised SimCSE
+CMLM-CSE (Zhang and Chen 2023, "CMLM-CSE: Based on Conditional MLM
+Contrastive Learning for Sentence Embeddings", doi:10.5121/csit.2023.130805)
+adds to unsupervised SimCSE
 an auxiliary network (section 3.2, figure 1) that must restore the masked
 tokens of x' from the sentence embedding h:
 

@@ -1,6 +1,8 @@
 """CMLM-CSE as an objective: SimCSE + a conditional MLM auxiliary network.
 
-Section 3 of `../shared/papers/cmlm_cse_2023.txt` (figure 1): L = L_contrast
+Section 3 of Zhang and Chen 2023 ("CMLM-CSE: Based on Conditional MLM
+Contrastive Learning for Sentence Embeddings", doi:10.5121/csit.2023.130805;
+figure 1): L = L_contrast
 + lambda L_MLM (eq. 6, lambda = 0.005). L_contrast is SimCSE's (eq. 4,
 `simcse_objective.py`). For L_MLM (eq. 5, over the masked tokens; the
 paper's "not masked" is a slip) the sentence is masked (x', 15%), read by the

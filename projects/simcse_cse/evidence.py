@@ -45,7 +45,6 @@ sys.path.insert(0, ROOT)
 
 
 from cmlm.evaluation import encoders  # noqa: E402
-from cmlm.evaluation import runner  # noqa: E402
 from cmlm.experiments import evidence_measures  # noqa: E402
 from cmlm.experiments import evidence_protocol as protocol  # noqa: E402
 from cmlm.experiments.command_runs import cmlm  # noqa: E402
@@ -164,10 +163,9 @@ def overrides(name, start_dir, steps, seed, args, learning_rate,
   return f"{family}/tiny", values
 
 
-def evaluate(model_dir, checkpoint=None):
+def evaluate(model_dir, data_dir, checkpoint=None):
   encoder = encoders.load_encoder(model_dir, checkpoint, show_progress=False)
-  return evidence_measures.evaluate(encoder, MEASURES,
-                                    runner.DEFAULT_DATA_DIR)
+  return evidence_measures.evaluate(encoder, MEASURES, data_dir)
 
 
 def start_dir_of(start, args):
@@ -207,7 +205,8 @@ def run_start(start, args):
             continue  # read through a trained run's config: train one first
           run = os.path.join(store.directory(first["arm"], seed), "run")
           store.save(START, seed, {"measures": evaluate(
-              run, checkpoints.resolve(start_dir)), "arm": START})
+              run, args.data_dir, checkpoints.resolve(start_dir)),
+                                   "arm": START})
           continue
         steps = arm_steps(name, cse_steps, layers)
         experiment, values = overrides(name, start_dir, steps, seed, args,
@@ -221,11 +220,13 @@ def run_start(start, args):
              f"--model_dir={model_dir}", "--strategy=one_device",
              "--params_override=" + ",".join(values))
         seconds = time.perf_counter() - began
-        store.save(name, seed, {"measures": evaluate(model_dir),
+        store.save(name, seed, {"measures": evaluate(model_dir,
+                                                     args.data_dir),
                                 "train_seconds": seconds, "arm": name})
         if store.load(START, seed) is None and START in args.arms:
           store.save(START, seed, {"measures": evaluate(
-              model_dir, checkpoints.resolve(start_dir)), "arm": START})
+              model_dir, args.data_dir, checkpoints.resolve(start_dir)),
+                                   "arm": START})
   results = store.results(all_arms, args.seeds)
   return protocol.report(
       f"CMLM-CSE vs SimCSE from {start} ({start_dir}, {layers} layers): "
@@ -239,6 +240,7 @@ def run_start(start, args):
 
 def main(argv=None):
   args = parse_args(argv)
+  args.data_dir = protocol.data_dir(args)
   return {start: run_start(start, args) for start in args.starts}
 
 

@@ -1,4 +1,6 @@
-"""SimCSE and CMLM-CSE experiments (`../shared/papers/cmlm_cse_2023.txt`).
+"""SimCSE and CMLM-CSE experiments (Zhang and Chen 2023, "CMLM-CSE: Based
+on Conditional MLM Contrastive Learning for Sentence Embeddings",
+doi:10.5121/csit.2023.130805).
 
 Both start from an existing encoder (`task.init_checkpoint`: an imported
 BERT, a CMLM run of the garden), as the paper starts from BERT; a run of ours

@@ -1,7 +1,8 @@
 """Unlabeled sentences -> packed encoder inputs (SimCSE, CMLM-CSE).
 
-Unsupervised SimCSE and CMLM-CSE (`../shared/papers/cmlm_cse_2023.txt`,
-section 4.2) train on plain sentences. Sources (`input_path`, any path spec
+Unsupervised SimCSE and CMLM-CSE (Zhang and Chen 2023, "CMLM-CSE: Based on
+Conditional MLM Contrastive Learning for Sentence Embeddings",
+doi:10.5121/csit.2023.130805, section 4.2) train on plain sentences. Sources (`input_path`, any path spec
 of `corpus.expand_path_spec`):
   * `format="lines"`: one sentence per line (SimCSE's wiki1m file);
   * `format="corpus"`: running text read like the CMLM corpus (blank-line

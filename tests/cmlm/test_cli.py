@@ -25,7 +25,7 @@ FLAGS_OF = {
     "train": MODEL_GARDEN | {"strategy", "eval_data_dir"},
     "stages": {"config_file", "params_override", "model_dir", "tpu",
                "schedule", "stage_steps", "strategy"},
-    "demo": {"model_dir", "train_steps", "seed"},
+    "demo": {"model_dir", "train_steps", "seed", "stsb_dev"},
     "vocab": {"input", "output", "vocab_size", "lower_case",
               "smoothing_exponent", "skip_invalid_lines"},
     "pcr": {"model_dir", "input", "sample_size", "checkpoint"},

@@ -21,7 +21,7 @@ from cmlm.training import run_dir
 
 
 @pytest.mark.skipif(not os.path.exists(demo_measures.STSB_DEV),
-                    reason="no STS-B dev file under ../shared")
+                    reason="no STS-B dev file in data/sts_b_dev")
 def test_mean_pooled_baseline_reads_the_same_weights_with_mean_pooling():
   params = exp_factory.get_exp_config("cmlm/demo")
   assert params.task.model.pooling == "max"
@@ -100,7 +100,7 @@ def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path,
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(demo_measures.STSB_DEV),
-                    reason="no STS-B dev file under ../shared")
+                    reason="no STS-B dev file in data/sts_b_dev")
 def test_the_demo_with_one_seed_gives_the_same_figures_twice(tmp_path,
                                                              monkeypatch):
   """The demo's path (untrained measures, training, trained measures) run
@@ -119,14 +119,12 @@ def test_the_demo_with_one_seed_gives_the_same_figures_twice(tmp_path,
   stsb = tmp_path / "sts-dev.csv"
   with open(demo_measures.STSB_DEV, encoding="utf-8") as f:
     stsb.write_text("".join(f.readlines()[:60]), encoding="utf-8")
-  stsb_dev_spearman = demo_measures.stsb_dev_spearman
   monkeypatch.setattr(demo_measures, "heldout_pairs", fewer_pairs)
-  monkeypatch.setattr(demo_measures, "stsb_dev_spearman",
-                      lambda embed: stsb_dev_spearman(embed, str(stsb)))
   runs = []
   for name in ("a", "b"):
     prepared = prepared_run.prepare(demo.demo_params(train_steps=10, seed=3))
-    _, _, figures = demo.train_and_measure(prepared, str(tmp_path / name))
+    _, _, figures = demo.train_and_measure(prepared, str(tmp_path / name),
+                                           stsb_dev=str(stsb))
     figures.pop("train_minutes")
     runs.append(json.dumps(figures, sort_keys=True))
   assert runs[0] == runs[1]
@@ -166,6 +164,26 @@ def test_the_demo_says_in_one_sentence_when_its_data_is_missing(tmp_path):
   params.task.objectives.cmlm.train_data.input_path = str(tmp_path / "none")
   with pytest.raises(FileNotFoundError, match="checkout of the repository"):
     demo.check_embedded_data(params)
+
+
+def test_the_demo_ships_stsb_dev_and_takes_another_file_by_flag(tmp_path):
+  """STS-B dev is in data/ (with its licence and source), so a clean
+  checkout reports the STS-B figure; --stsb_dev names another file, and one
+  that is not there stops the demo before any work, naming the flag."""
+  folder = os.path.dirname(demo_measures.STSB_DEV)
+  assert os.path.basename(folder) == "sts_b_dev"
+  assert os.path.dirname(folder) == os.path.join(demo_measures.runner.REPO_ROOT,
+                                                 "data")
+  with open(demo_measures.STSB_DEV, encoding="utf-8") as f:
+    assert sum(1 for _ in f) == 1500
+  with open(os.path.join(folder, "SOURCE.txt"), encoding="utf-8") as f:
+    source = f.read()
+  assert "CC BY-SA 4.0" in source or "Attribution-ShareAlike 4.0" in source
+  assert "Agirre" in source
+  assert os.path.isfile(os.path.join(folder, "LICENSE.txt"))
+  params = exp_factory.get_exp_config("cmlm/demo")
+  with pytest.raises(FileNotFoundError, match="--stsb_dev="):
+    demo.check_embedded_data(params, str(tmp_path / "none.csv"))
 
 
 def test_heldout_pairs_refuse_a_corpus_without_a_heldout_pair(tmp_path):

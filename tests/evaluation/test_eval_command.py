@@ -12,7 +12,7 @@ import tensorflow as tf
 from cmlm.training import train
 from cmlm.data_pipelines import tokenization
 from cmlm.evaluation import encoders
-from cmlm.evaluation.runner import DEFAULT_DATA_DIR
+from tests.helpers import SHARED_EVAL_DATA as DEFAULT_DATA_DIR
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow

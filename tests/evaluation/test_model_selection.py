@@ -46,6 +46,9 @@ def test_scorers_refuse_tasks_without_dev_and_missing_files(tmp_path):
     model_selection.task_scorer("cr")
   with pytest.raises(FileNotFoundError, match="--eval_data_dir"):
     model_selection.task_scorer("sts-b", str(tmp_path))
+  # No default folder: without one the scorer says what to pass.
+  with pytest.raises(ValueError, match="give --eval_data_dir=DIR"):
+    model_selection.task_scorer("sts-b")
 
 
 def test_the_train_command_injects_the_named_tasks_scorer(tmp_path,

@@ -13,7 +13,7 @@ from cmlm.evaluation import sts_readers
 from cmlm.evaluation import task_data
 from cmlm.evaluation import text_files
 from cmlm.evaluation import transfer_readers
-from cmlm.evaluation.runner import DEFAULT_DATA_DIR
+from tests.helpers import SHARED_EVAL_DATA as DEFAULT_DATA_DIR
 
 EVAL = DEFAULT_DATA_DIR
 needs_shared = pytest.mark.skipif(not os.path.isdir(EVAL),

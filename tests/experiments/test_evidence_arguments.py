@@ -25,6 +25,19 @@ def test_good_flags_give_the_seeds_and_arms():
   assert (args.seeds, args.arms) == ([3, 1, 2], ["new"])
 
 
+def test_the_data_folder_is_a_flag_with_no_default(tmp_path):
+  """--data_dir (the benchmark files) has no default: a run without it, or
+  with a folder that is not there, stops in one sentence naming the flag;
+  --report_only reads no data and needs none."""
+  _, args = parsed([f"--data_dir={tmp_path}"])
+  assert protocol.data_dir(args) == str(tmp_path)
+  for argv, what in (([], "--data_dir is missing"),
+                     ([f"--data_dir={tmp_path / 'none'}"], "is not a folder")):
+    with pytest.raises(ValueError, match=what):
+      protocol.data_dir(parsed(argv)[1])
+  assert protocol.data_dir(parsed(["--report_only"])[1]) is None
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--steps=0"], "--steps and --batch_size must be 1 or more."),
     (["--batch_size=-1"], "--steps and --batch_size must be 1 or more."),

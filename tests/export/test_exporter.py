@@ -277,3 +277,25 @@ def test_serving_records_its_normalisation(tiny):
   assert tiny.result.serving_dir.endswith(os.path.join(
       "serving", str(tiny.result.step)))
   assert serving.SIGNATURE_NAME in loaded.signatures
+
+
+def test_the_documented_hub_load_of_a_serving_version_runs_as_written(tiny):
+  """docs/export.md's `hub.load` snippet, with its one path replaced by the
+  tiny export's `serving/<version>`, runs in a fresh interpreter that cannot
+  import the garden and has no Keras 2 selected: one version is a
+  SavedModel, and `import tensorflow_text` is all it needs."""
+  with open(os.path.join(export_helpers.REPO_ROOT, "docs", "export.md"),
+            encoding="utf-8") as f:
+    blocks = re.findall(r"^```python\n(.*?)^```", f.read(), re.M | re.S)
+  snippet, = [block for block in blocks if "hub.load(" in block]
+  documented = "exports/tiny/serving/2000"
+  assert documented in snippet and "import tensorflow_text" in snippet
+  script = snippet.replace(documented, tiny.result.serving_dir)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  env.pop("PYTHONPATH", None)
+  env.pop("TF_USE_LEGACY_KERAS", None)
+  completed = subprocess.run([sys.executable, "-c", script], env=env,
+                             cwd="/", capture_output=True, text=True,
+                             timeout=300)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert "shape=(2, 16)" in completed.stdout, completed.stdout[-2000:]

@@ -1,7 +1,9 @@
 """The registered InfoXLM experiments (projects/infoxlm/experiments.py)."""
 import os
 
+from cmlm.projects.infoxlm import experiments
 from cmlm.projects.infoxlm import registry_imports  # noqa: F401  (registers the project)
+from tests import helpers
 from official.core import exp_factory
 
 
@@ -41,13 +43,23 @@ def test_base_clips_gradients_to_global_norm_one():
       [0.6, 0.8]) ** 2, rtol=1e-4)
 
 
-def test_tiny_reads_the_offline_data():
+def _paths(monolingual, bitext):
+  return ([part.split("=", 1)[1] for part in monolingual.split(",")]
+          + [path for part in bitext.split(",") for path in part.split("|")])
+
+
+def test_tiny_reads_its_data_under_source_data():
+  """`infoxlm/tiny` names no folder outside the working directory: its data
+  is under `source_data/` (README.md's Data), and the same layout in the
+  developers' copy holds every file."""
   params = exp_factory.get_exp_config("infoxlm/tiny")
   objectives = params.task.objectives
-  for part in objectives.mmlm.train_data.input_path.split(","):
-    assert os.path.exists(part.split("=", 1)[1]), part
-  for part in objectives.tlm.train_data.input_path.split(","):
-    for path in part.split("|"):
+  for path in _paths(objectives.mmlm.train_data.input_path,
+                     objectives.tlm.train_data.input_path):
+    assert path.startswith(experiments.SOURCE_DATA + "/"), path
+  if os.path.isdir(helpers.SHARED_DATA):
+    for path in _paths(experiments.tiny_monolingual_path(helpers.SHARED_DATA),
+                       experiments.tiny_bitext_path(helpers.SHARED_DATA)):
       assert os.path.exists(path), path
   assert objectives.xlco.layer < params.task.model.encoder.num_layers
   assert objectives.xlco.queue_size >= (
