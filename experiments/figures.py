@@ -24,7 +24,6 @@ the file gives it. Paths are relative to the repository root.
 """
 import argparse
 import glob
-import json
 import os
 import re
 import statistics as pystats
@@ -55,12 +54,9 @@ def documents(root: str = REPO_ROOT) -> List[str]:
 
 
 def load(path: str, root: str = REPO_ROOT) -> dict:
-  full = os.path.join(root, path)
-  if not os.path.exists(full):
-    raise FileNotFoundError(f"The results file {path} named in a marker does "
-                            "not exist.")
-  with open(full, encoding="utf-8") as f:
-    return json.load(f)
+  """The results file `path` a marker names (`evidence_tables.load`)."""
+  from cmlm.experiments import evidence_tables  # pylint: disable=g-import-not-at-top
+  return evidence_tables.load(path, root)
 
 
 def lookup(result, key: str):
