@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+import tensorflow as tf
 
 from cmlm.data_pipelines import atomic_file
 from cmlm.training import atomic
@@ -76,3 +77,39 @@ def test_only_a_dead_writer_s_temporary_of_the_same_target_goes(tmp_path):
     pass
   assert sorted(_leftovers(tmp_path)) == sorted(
       value for key, value in names.items() if key != "stale")
+
+
+@pytest.mark.slow
+def test_an_import_killed_while_writing_is_cleaned_by_the_next_import(
+    tmp_path):
+  """The finding: `import` SIGKILLed while its `.tmp-*` directory exists
+  left it for good. Killed at a random point of its write, the next import
+  to the same target removes it, saying so."""
+  from tests.training import import_helpers  # pylint: disable=g-import-not-at-top
+  import_helpers.write_tiny_bert(str(tmp_path / "hf"))
+  command = [sys.executable, "-m", "cmlm", "import",
+             f"--source={tmp_path / 'hf'}", "--overwrite",
+             f"--model_dir={tmp_path / 'out'}"]
+  rng = random.Random(0)
+  for _ in range(5):  # until one is killed with its temporary there
+    child = subprocess.Popen(command, cwd=helpers.REPO_ROOT,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not _leftovers(tmp_path) and child.poll() is None:
+      assert time.monotonic() < deadline, "the import never started writing"
+      time.sleep(0.005)
+    time.sleep(rng.uniform(0.0, 0.05))
+    child.kill()
+    child.wait()
+    if _leftovers(tmp_path):
+      break
+  left = _leftovers(tmp_path)
+  assert left, "no import was killed while writing"
+  again = subprocess.run(command, cwd=helpers.REPO_ROOT, capture_output=True,
+                         text=True, check=False)
+  assert again.returncode == 0, again.stderr[-2000:]
+  assert (f"Removed {tmp_path / left[0]}, left by process {child.pid}, "
+          "which no longer runs.") in again.stderr.splitlines()
+  assert _leftovers(tmp_path) == []
+  assert tf.train.latest_checkpoint(str(tmp_path / "out"))
