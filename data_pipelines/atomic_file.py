@@ -6,7 +6,7 @@ file is written under a temporary name beside its target and renamed onto
 it (`os.replace`, atomic on one file system) when complete; on any failure
 the temporary file is removed and the target is left as it was; one that a
 killed process (SIGKILL) left is removed by the next writer of that target
-on the same host.
+on the same host, with one line (`remove_stale_temporaries`).
 Directories are written the same way by `training/atomic.py` (a layer up).
 """
 import contextlib
@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 from typing import Callable, Iterator, List, Set
 
 # The temporary files and directories this process is writing now (its
@@ -58,25 +59,61 @@ def remove_in_progress() -> None:
         os.remove(path)
 
 
-def remove_stale_temporaries(path: str) -> List[str]:
-  """Removes the temporary files of `path` that processes of this host left
-  when they were killed (SIGKILL leaves them; their pid no longer runs);
-  returns their paths. Another host's, or a live process's, are left alone.
+def temporary_path(path: str) -> str:
+  """The temporary of `path` written by this process:
+  `.tmp-<host>-<pid>-<name>` beside it (a file or a directory). The pid
+  says whether a writer still holds it (`remove_stale_temporaries`); the
+  host has no `-` and the pid is digits, so the name after them is exactly
+  the target's, whatever it is."""
+  directory, name = os.path.split(os.path.abspath(path))
+  return os.path.join(directory, f".tmp-{_HOST}-{os.getpid()}-{name}")
+
+
+def remove_stale_temporaries(path: str, say: bool = True) -> List[str]:
+  """Removes the temporaries of `path` (files or directories,
+  `temporary_path`) that no living process of this host holds: their
+  writer was killed (SIGKILL leaves them) and its pid no longer runs, or
+  it is this process's pid (reused) and this process is not writing it.
+  Prints one line per removal to stderr unless `say` is False; returns
+  their paths. Another host's, or a live process's, are left alone. Every
+  writer through a temporary calls it at its start (`atomic_file`,
+  `training.atomic.atomic_directory`, `beam_shards.temporary_output`).
 
   Examples:
     >>> remove_stale_temporaries("out/embeddings.npy")
+    Removed out/.tmp-host-4242-embeddings.npy, left by process 4242, which no longer runs.
     ['out/.tmp-host-4242-embeddings.npy']
   """
   directory, name = os.path.split(os.path.abspath(path))
   pattern = re.compile(rf"\.tmp-{re.escape(_HOST)}-(\d+)-{re.escape(name)}")
   removed = []
-  with contextlib.suppress(OSError):
-    for entry in os.listdir(directory):
-      match = pattern.fullmatch(entry)
-      if match and not _running(int(match.group(1))):
-        with contextlib.suppress(OSError):
-          os.remove(os.path.join(directory, entry))
-          removed.append(os.path.join(directory, entry))
+  try:
+    entries = os.listdir(directory)
+  except OSError:
+    return removed
+  for entry in entries:
+    match = pattern.fullmatch(entry)
+    if not match:
+      continue
+    pid, leftover = int(match.group(1)), os.path.join(directory, entry)
+    if pid == os.getpid():
+      if leftover in _IN_PROGRESS:
+        continue
+    elif _running(pid):
+      continue
+    try:
+      if os.path.isdir(leftover) and not os.path.islink(leftover):
+        shutil.rmtree(leftover)
+      else:
+        os.remove(leftover)
+    except FileNotFoundError:
+      continue  # another writer removed it first
+    except OSError:
+      continue  # not ours to remove (permissions): left as it was
+    removed.append(leftover)
+    if say:
+      print(f"Removed {leftover}, left by process {pid}, which no longer "
+            "runs.", file=sys.stderr, flush=True)
   return removed
 
 
@@ -99,10 +136,8 @@ def atomic_file(path: str) -> Iterator[str]:
       with open(temporary, "w") as f:
         f.write(...)
   """
-  directory, name = os.path.split(os.path.abspath(path))
   remove_stale_temporaries(path)
-  temporary = os.path.join(directory,
-                           f".tmp-{_HOST}-{os.getpid()}-{name}")
+  temporary = temporary_path(path)
   with in_progress(temporary):
     try:
       yield temporary

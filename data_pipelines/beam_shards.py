@@ -17,8 +17,10 @@ A shard that a retried task writes again is rewritten whole, to the same
 bytes, and the summary counts each shard once.
 
 Shards are written under a temporary directory beside the output
-(`.{name}.tmp-{id}/`); `publish` renames them to their final names once
-the job has succeeded and writes the manifest last. `temporary_output`
+(`.tmp-<host>-<pid>-{name}/`, `atomic_file.temporary_path`; a killed job's
+is removed, with a line, when the next job for that output starts);
+`publish` renames them to their final names once the job has succeeded
+and writes the manifest last. `temporary_output`
 removes the temporary directory on any exit, so a failed, killed or
 interrupted job leaves no half-written output behind.
 """
@@ -26,12 +28,12 @@ import contextlib
 import dataclasses
 import json
 import os
-import uuid
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 import tensorflow as tf
 
+from cmlm.data_pipelines import atomic_file
 from cmlm.data_pipelines import beam_text
 from cmlm.data_pipelines import pair_tfrecords
 
@@ -156,11 +158,16 @@ def temporary_output(output_prefix: str) -> Iterator[str]:
   parent = os.path.dirname(output_prefix) or '.'
   made_parent = not tf.io.gfile.exists(parent)
   tf.io.gfile.makedirs(parent)
-  directory = os.path.join(parent, f'.{os.path.basename(output_prefix)}'
-                                   f'.tmp-{uuid.uuid4().hex[:12]}')
+  # `.tmp-<host>-<pid>-<name>`: a killed job's is removed here, with a line
+  # (on a local disk; a bucket's are left to its lifecycle rules).
+  atomic_file.remove_stale_temporaries(output_prefix)
+  directory = atomic_file.temporary_path(output_prefix)
+  if '://' in output_prefix:  # a bucket's path, not the local disk's
+    directory = os.path.join(parent, os.path.basename(directory))
   try:
-    tf.io.gfile.makedirs(directory)
-    yield directory
+    with atomic_file.in_progress(directory):
+      tf.io.gfile.makedirs(directory)
+      yield directory
   finally:
     if tf.io.gfile.exists(directory):
       tf.io.gfile.rmtree(directory)

@@ -21,6 +21,7 @@ unless `normalize=True`).
 """
 import json
 import os
+import threading
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
@@ -69,7 +70,14 @@ def default_threads() -> int:
 
 
 class _TfliteRunner:
-  """`(ids, mask) -> [rows, dim]` with a TFLite interpreter (XNNPack)."""
+  """`(ids, mask) -> [rows, dim]` with a TFLite interpreter (XNNPack).
+
+  An interpreter is one set of tensors: two threads resizing, filling and
+  invoking it at once fail ("There is at least 1 reference to internal
+  data in the interpreter") or mix their rows, so a call holds the
+  runner's lock throughout (uncontended, under a microsecond against an
+  invoke's milliseconds; the interpreter uses every core of a call
+  anyway)."""
 
   def __init__(self, path: str, threads: int):
     try:
@@ -89,21 +97,24 @@ class _TfliteRunner:
     self._mask = next(i for n, i in inputs.items() if "input_mask" in n)
     self._output = self._interpreter.get_output_details()[0]["index"]
     self._shape = None
+    self._lock = threading.Lock()
 
   def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    if ids.shape != self._shape:  # re-planning is the costly part of a call
-      self._interpreter.resize_tensor_input(self._ids, ids.shape)
-      self._interpreter.resize_tensor_input(self._mask, ids.shape)
-      self._interpreter.allocate_tensors()
-      self._shape = ids.shape
-    self._interpreter.set_tensor(self._ids, ids)
-    self._interpreter.set_tensor(self._mask, mask)
-    self._interpreter.invoke()
-    return self._interpreter.get_tensor(self._output)
+    with self._lock:
+      if ids.shape != self._shape:  # re-planning is a call's costly part
+        self._interpreter.resize_tensor_input(self._ids, ids.shape)
+        self._interpreter.resize_tensor_input(self._mask, ids.shape)
+        self._interpreter.allocate_tensors()
+        self._shape = ids.shape
+      self._interpreter.set_tensor(self._ids, ids)
+      self._interpreter.set_tensor(self._mask, mask)
+      self._interpreter.invoke()
+      return self._interpreter.get_tensor(self._output)  # a copy
 
 
 class _OnnxRunner:
-  """`(ids, mask) -> [rows, dim]` with an onnxruntime CPU session."""
+  """`(ids, mask) -> [rows, dim]` with an onnxruntime CPU session (whose
+  `run` may be called from several threads at once)."""
 
   def __init__(self, path: str, threads: int):
     try:

@@ -4,11 +4,13 @@ TF Serving watches a base path and loads each new `<base>/<version>/` it
 sees; a version it catches half-written fails to load or, worse, loads
 wrong. So every export is written into a temporary directory beside its
 target (same file system, a name that is not a version number, so a server
-ignores it) and renamed into place when complete. An existing target is
-never replaced unless asked (`overwrite=True`); on any failure the temporary
+ignores it: `.tmp-<host>-<pid>-<name>`, `atomic_file.temporary_path`) and
+renamed into place when complete; one that a killed writer left is removed,
+with a line, by the next writer of that target on the same host. An
+existing target is never replaced unless asked (`overwrite=True`); on any failure the temporary
 directory, and the parent directories made for it, are removed and the
 target is left as it was. The directory gets the permissions the process'
-umask gives a new one (not `mkdtemp`'s private 0700), so a server running as
+umask gives a new one (not the private 0700 it is made with), so a server running as
 another user can read what was published. (Single files: see
 `data_pipelines/atomic_file.py`.)
 """
@@ -47,8 +49,10 @@ def atomic_directory(target: str, overwrite: bool = False) -> Iterator[str]:
   parent = os.path.dirname(target)
   created = _missing_ancestors(parent)
   os.makedirs(parent, exist_ok=True)
-  temporary = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(target)}-",
-                               dir=parent)
+  # A killed writer's temporary of this target goes first, with a line.
+  atomic_file.remove_stale_temporaries(target)
+  temporary = atomic_file.temporary_path(target)
+  os.mkdir(temporary, 0o700)
   try:
     with atomic_file.in_progress(temporary):
       os.chmod(temporary, 0o777 & ~_umask())

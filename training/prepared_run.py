@@ -13,6 +13,7 @@ built by `run_config.build_config`, both were read there and are taken from
 its `BuiltConfig`; otherwise they are read here.
 """
 import dataclasses
+import math
 from typing import Dict, Optional, Union
 
 import tensorflow as tf
@@ -86,7 +87,7 @@ def prepare(params: Union[cfg.ExperimentConfig, run_config.BuiltConfig],
   task_config = params.task
   task_config.model.validate()
   if "train" in mode:
-    check_trainer(params.trainer)
+    check_trainer(params.trainer, mode)
   vocab = read_vocab(task_config.tokenization, built.vocab)
   objectives = task_lib.build_objectives(task_config, vocab)
   for objective in objectives.values():
@@ -143,19 +144,54 @@ def check_checkpoint_vocab(
         "train with the vocabulary the checkpoint was trained with.")
 
 
-def check_trainer(trainer: cfg.TrainerConfig) -> None:
-  """What orbit's controller would refuse only once params.yaml is
-  written: the loop length and the summary interval."""
+def check_trainer(trainer: cfg.TrainerConfig, mode: str = "train") -> None:
+  """What orbit's controller would refuse only once params.yaml is written,
+  or silently coarsen: the loop length, the summary interval and the
+  checkpoint interval. orbit writes both only at the end of a loop of
+  `trainer.steps_per_loop` steps, so each interval is a multiple of the loop
+  (a checkpoint interval at or past `trainer.train_steps` asks only for the
+  last step's checkpoint, which every run writes). `validation_interval`
+  is honoured as it is: orbit ends a loop at each validation, and the next
+  loops count from there, so in train_and_eval each interval must also
+  fall on those loops' ends (`best_checkpoint.check_config` checks the
+  validation interval when a scorer keeps the best)."""
   loop = trainer.steps_per_loop
   if loop < 1:
     raise ValueError(f"trainer.steps_per_loop must be 1 or more, got {loop}.")
   if trainer.train_steps < 1:
     raise ValueError(f"trainer.train_steps must be 1 or more, got "
                      f"{trainer.train_steps}.")
-  if trainer.summary_interval and trainer.summary_interval % loop:
-    raise ValueError(f"trainer.summary_interval ({trainer.summary_interval}) "
-                     f"must be a multiple of trainer.steps_per_loop ({loop}): "
-                     "summaries are written at the end of a loop.")
+  intervals = {"summary_interval": (trainer.summary_interval, "summaries"),
+               "checkpoint_interval": (trainer.checkpoint_interval,
+                                       "checkpoints")}
+  if trainer.checkpoint_interval >= trainer.train_steps:
+    del intervals["checkpoint_interval"]
+  fitting_loop = math.gcd(loop, *(value for value, _ in intervals.values()
+                                  if value and value > 0))
+  for name, (interval, written) in intervals.items():
+    if interval and interval % loop:
+      raise ValueError(
+          f"trainer.{name} ({interval}) must be a multiple of "
+          f"trainer.steps_per_loop ({loop}): {written} are written at the "
+          f"end of a loop; set trainer.steps_per_loop={fitting_loop}, or "
+          f"trainer.{name} to a multiple of {loop}.")
+    validation = trainer.validation_interval
+    if (interval and "eval" in mode and 0 < validation < trainer.train_steps
+        and not _ends_loops(interval, loop, validation, trainer.train_steps)):
+      raise ValueError(
+          f"trainer.{name} ({interval}) does not fall at the end of a loop: "
+          f"loops of trainer.steps_per_loop ({loop}) restart at each "
+          f"trainer.validation_interval ({validation}); set "
+          f"trainer.validation_interval to a multiple of {loop}.")
+
+
+def _ends_loops(interval: int, loop: int, validation: int, steps: int
+                ) -> bool:
+  """Whether every multiple of `interval` below `steps` ends a loop when
+  orbit trains `validation` steps at a time in loops of `loop`."""
+  period = min(math.lcm(interval, validation), steps)
+  return all(step % validation % loop == 0
+             for step in range(interval, period + 1, interval))
 
 
 def check_training_text(

@@ -69,7 +69,10 @@ def _experiment(name, objective, model, tokenization, train_steps,
       trainer=cfg.TrainerConfig(
           train_steps=train_steps, steps_per_loop=steps_per_loop,
           summary_interval=steps_per_loop,
-          checkpoint_interval=max(train_steps // 4, steps_per_loop),
+          # A quarter of the run in whole loops: orbit saves only at the
+          # end of a loop (prepared_run.check_trainer).
+          checkpoint_interval=steps_per_loop * max(
+              1, -(-train_steps // (4 * steps_per_loop))),
           max_to_keep=2, validation_interval=train_steps,
           validation_steps=10,
           optimizer_config=_optimization(learning_rate, warmup_steps,

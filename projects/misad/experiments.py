@@ -55,7 +55,10 @@ def _misad(encoder, seq_length: int, batch_size: int, learning_rate: float,
       trainer=cfg.TrainerConfig(
           train_steps=train_steps, steps_per_loop=steps_per_loop,
           summary_interval=steps_per_loop,
-          checkpoint_interval=max(steps_per_loop, train_steps // 4),
+          # A quarter of the run in whole loops: orbit saves only at the
+          # end of a loop (prepared_run.check_trainer).
+          checkpoint_interval=steps_per_loop * max(
+              1, -(-train_steps // (4 * steps_per_loop))),
           max_to_keep=3, validation_interval=train_steps,
           validation_steps=10,
           optimizer_config=_optimization(

@@ -103,7 +103,7 @@ def test_ctrl_c_stops_prepare_with_130_and_publishes_nothing(tmp_path):
       stderr=subprocess.PIPE, text=True)
   try:
     deadline = time.monotonic() + 240
-    while not (out.is_dir() and any(n.startswith(".p.tmp-")
+    while not (out.is_dir() and any(n.startswith(".tmp-") and n.endswith("-p")
                                     for n in os.listdir(out))):
       assert child.poll() is None, child.communicate()[1][-2000:]
       assert time.monotonic() < deadline, "the job never started writing"

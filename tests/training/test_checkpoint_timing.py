@@ -28,3 +28,14 @@ def test_checkpoints_fall_on_multiples_of_the_interval(tmp_path):
   params.override({"trainer": {"train_steps": 16}})
   train.run(params, str(tmp_path))
   assert _saved_steps(str(tmp_path)) == [4, 8, 10, 12, 16]
+
+
+@pytest.mark.slow
+def test_an_interval_shorter_than_the_default_loop_is_honoured(tmp_path):
+  """Every interval kept: 20 steps with a checkpoint every 10 (and the loop
+  set to fit, as the refusal says) leave ckpt-10 and ckpt-20."""
+  params = helpers.tiny_run_params(20)
+  params.override({"trainer": {"steps_per_loop": 10, "summary_interval": 10,
+                               "checkpoint_interval": 10, "max_to_keep": 5}})
+  train.run(params, str(tmp_path))
+  assert _saved_steps(str(tmp_path)) == [10, 20]

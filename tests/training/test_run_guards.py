@@ -205,3 +205,49 @@ def test_a_summary_interval_off_the_loop_is_refused_before_writing(tmp_path):
                      r"be a multiple of trainer.steps_per_loop \(3\)"):
     train.run(params, str(tmp_path / "run"))
   assert not (tmp_path / "run").exists()
+
+
+def test_a_checkpoint_interval_off_the_loop_is_refused_before_writing(
+    tmp_path):
+  """orbit saves only at the end of a loop: `checkpoint_interval=10` on
+  cmlm/tiny (loops of 100) would have saved at 100, 200, ... silently.
+  The one line names both values and the loop to set."""
+  built = run_config.build_config(
+      "cmlm/tiny", params_override="trainer.train_steps=20,"
+      "trainer.checkpoint_interval=10", quiet=True)
+  with pytest.raises(ValueError) as raised:
+    train.run(built, str(tmp_path / "run"))
+  message = str(raised.value)
+  assert "\n" not in message
+  assert ("trainer.checkpoint_interval (10) must be a multiple of "
+          "trainer.steps_per_loop (100)") in message
+  assert "set trainer.steps_per_loop=10" in message
+  assert not (tmp_path / "run").exists()
+
+
+def test_every_registered_experiment_has_intervals_its_loop_honours():
+  from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top
+  from cmlm.training import prepared_run  # pylint: disable=g-import-not-at-top
+  from official.core import exp_factory  # pylint: disable=g-import-not-at-top
+  names = run_config.registered_experiments()
+  assert "misad/tiny" in names and "lensing/tiny" in names
+  for name in names:
+    prepared_run.check_trainer(exp_factory.get_exp_config(name).trainer,
+                               "train_and_eval")
+
+
+def test_train_and_eval_checks_the_intervals_against_validation_too():
+  """Loops restart at each validation: with loops of 100 and a validation
+  every 30 steps, loops end at 30, 60, 90, 120, ... and a checkpoint every
+  100 steps would fall at 120."""
+  from cmlm.training import prepared_run  # pylint: disable=g-import-not-at-top
+  trainer = helpers.tiny_run_params(1000).trainer
+  trainer.override({"steps_per_loop": 100, "summary_interval": 100,
+                    "checkpoint_interval": 100, "validation_interval": 30})
+  prepared_run.check_trainer(trainer, "train")
+  with pytest.raises(ValueError, match=r"trainer.summary_interval \(100\) "
+                     r"does not fall at the end of a loop.*set "
+                     r"trainer.validation_interval to a multiple of 100"):
+    prepared_run.check_trainer(trainer, "train_and_eval")
+  trainer.override({"validation_interval": 200})
+  prepared_run.check_trainer(trainer, "train_and_eval")
