@@ -7,7 +7,10 @@
   examples, and the demo's gains over held-out pairs.
 * The t-interval over seeds of per-seed differences (`t_interval`): mean
   +- t_{0.975, n-1} sd / sqrt(n), the interval the evidence protocol reads
-  its verdicts from (seeds are the unit of replication).
+  its verdicts from (seeds are the unit of replication), and the same
+  test's two-sided p-value (`paired_t_p`).
+* Holm's step-down adjustment of a family of p-values (`holm`): a claim's
+  measures for one arm against its control are one family.
 * The evidence protocol's samples (one measure of one arm and seed) and
   their statistic, the sign test across seeds and the paired difference of
   two arms (`paired_difference`). A sample is a dict:
@@ -124,6 +127,43 @@ def t_interval(differences: Sequence[float], confidence: float = 0.95
           "confidence": confidence, "seeds": n, "sd": sd, "t": t}
 
 
+def paired_t_p(differences: Sequence[float]) -> Optional[float]:
+  """The two-sided p-value of the paired t-test over seeds: t = mean /
+  (sd / sqrt(n)) of the per-seed differences, n - 1 degrees of freedom (the
+  test whose 95% interval is `t_interval`: p < 0.05 exactly when that
+  interval excludes 0). Fewer than 2 seeds: None. Every difference the same:
+  0 when that value is not 0, else 1."""
+  values = np.asarray([float(d) for d in differences], np.float64)
+  n = len(values)
+  if n < 2:
+    return None
+  mean, sd = float(values.mean()), float(values.std(ddof=1))
+  if sd == 0:
+    return 1.0 if mean == 0 else 0.0
+  t = mean / (sd / np.sqrt(n))
+  return float(2 * stats.t.sf(abs(t), n - 1))
+
+
+def holm(p_values: Sequence[Optional[float]]) -> list:
+  """Holm-Bonferroni adjusted p-values of one family, in the given order.
+
+  Sorted ascending, the i-th smallest of m (i from 0) is multiplied by
+  m - i, each adjusted value is the running maximum of those products
+  (step-down: a value is never below a smaller p's) and capped at 1. A
+  hypothesis is rejected at level alpha when its adjusted p < alpha; this
+  holds the chance of any false rejection in the family at alpha. A None
+  (no test: one seed) is counted in the family as p = 1 and stays None.
+  """
+  filled = [1.0 if p is None else float(p) for p in p_values]
+  m = len(filled)
+  adjusted = [0.0] * m
+  running = 0.0
+  for rank, index in enumerate(sorted(range(m), key=lambda i: filled[i])):
+    running = max(running, min(1.0, (m - rank) * filled[index]))
+    adjusted[index] = running
+  return [None if p is None else a for p, a in zip(p_values, adjusted)]
+
+
 def sign_test(differences: Sequence[float]) -> Tuple[int, int, float]:
   """(seeds with a positive difference, seeds with a non-zero one, exact
   two-sided sign-test p)."""
@@ -219,7 +259,7 @@ def paired_difference(control: Sequence[Mapping], arm: Sequence[Mapping],
   over_seeds = t_interval(per_seed, confidence)
   return {"difference": float(np.mean(per_seed)),
           "t_interval": over_seeds["interval"], "t": over_seeds["t"],
-          "sd": over_seeds["sd"],
+          "sd": over_seeds["sd"], "p": paired_t_p(per_seed),
           "bootstrap_interval": [low, high], "confidence": confidence,
           "per_seed": [float(d) for d in per_seed],
           "resampled": "seeds and examples" if examples else "seeds only",

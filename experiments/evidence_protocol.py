@@ -17,11 +17,18 @@ An evidence script compares *arms* (ways to train the same encoder) over
     interval over seeds *and* evaluation examples (both arms resampled with
     the same seeds and examples; over seeds only for a measure with no
     per-example values), and a sign test across seeds (`compare`);
-  * the verdict is read from the t-interval (`verdict`): it excludes 0, the
-    arm is above or below the control; it holds 0, level, and at fewer
-    than 5 seeds the row is flagged "run at 5 seeds before a verdict"
-    (`needs_more_seeds`): the example-level bootstrap leaves out the
-    seed-to-seed spread a new run would see, so it is not the verdict;
+  * one stopping rule: a verdict needs 5 paired seeds; at fewer, every row
+    (above, below or level) is flagged "run at 5 seeds before a verdict"
+    (`needs_more_seeds`), so no sign stops a claim early;
+  * the unadjusted verdict is read from the t-interval (`verdict`): it
+    excludes 0, the arm is above or below the control; it holds 0, level.
+    The example-level bootstrap leaves out the seed-to-seed spread a new
+    run would see, so it is not the verdict;
+  * beside it, the Holm-adjusted verdict (`holm_family`): an arm's
+    measures against the control are one family; each measure's two-sided
+    paired t-test p over seeds is adjusted by Holm's step-down
+    (`statistics.holm`), and the arm is above or below on a measure when
+    its adjusted p < 0.05, else level;
   * one printed table (mean +- sample std over seeds, the difference to the
     control with both intervals) and a JSON file (`report`).
 
@@ -48,10 +55,12 @@ from cmlm.data_pipelines.atomic_file import atomic_file
 from cmlm.evaluation import statistics
 from cmlm.experiments import unit_provenance
 
+# The fewest seeds a table is computed at (intervals need them)...
 MIN_SEEDS = 3
-# A claim whose t-interval holds 0 at fewer seeds than this is run at this
-# many before a verdict.
+# ...and the seeds every verdict needs, whatever its sign: one stopping rule.
 VERDICT_SEEDS = 5
+# The family-wise level of the Holm-adjusted verdict.
+ALPHA = 0.05
 MORE_SEEDS = f"run at {VERDICT_SEEDS} seeds before a verdict"
 COMPUTE_TOLERANCE = 0.02
 
@@ -178,7 +187,26 @@ def compare(results: Mapping[str, Mapping[int, Mapping[str, Mapping]]],
           row["vs_control"]["flag"] = (MORE_SEEDS if needs_more_seeds(row)
                                        else None)
       table[arm.name][measure] = row
+    holm_family([row["vs_control"] for row in table[arm.name].values()
+                 if "vs_control" in row])
   return table
+
+
+def holm_family(family: Sequence[dict], alpha: float = ALPHA) -> None:
+  """Sets each row's Holm-adjusted p (`holm_p`) and verdict
+  (`holm_verdict`) over the family: one arm's `vs_control` rows of every
+  measure of a claim. Each row's `p` is the paired t-test's
+  (`statistics.paired_t_p`), computed from `per_seed` when absent; a row is
+  above (below) when its adjusted p < `alpha` and its mean difference is
+  positive (negative), else level."""
+  for row in family:
+    if row.get("p") is None:
+      row["p"] = statistics.paired_t_p(row["per_seed"])
+  adjusted = statistics.holm([row["p"] for row in family])
+  for row, p in zip(family, adjusted):
+    row["holm_p"] = p
+    row["holm_verdict"] = ("level" if p is None or p >= alpha else
+                           "above" if row["difference"] > 0 else "below")
 
 
 def verdict(row: Mapping) -> str:
@@ -193,17 +221,28 @@ def verdict(row: Mapping) -> str:
 
 
 def needs_more_seeds(row: Mapping) -> bool:
-  """A level row at fewer than `VERDICT_SEEDS` seeds: run more first."""
-  return (verdict(row) == "level"
-          and len(row["vs_control"]["per_seed"]) < VERDICT_SEEDS)
+  """A row at fewer than `VERDICT_SEEDS` paired seeds, above, below or
+  level alike: run more before a verdict (one stopping rule; a rule that
+  stopped at 3 seeds on a sign and ran 5 on a level would pick the seeds
+  by the answer)."""
+  return len(row["vs_control"]["per_seed"]) < VERDICT_SEEDS
+
+
+def shown_verdict(verdict_name: str, flag: Optional[str]) -> str:
+  """A verdict as a table shows it: bold when above or below and at the
+  seeds a verdict needs; with the flag, unbolded, when it is not one."""
+  if flag:
+    return f"{verdict_name} ({flag})"
+  return verdict_name if verdict_name == "level" else f"**{verdict_name}**"
 
 
 def format_table(comparison: Mapping, arms: Sequence[Arm],
                  measures: Sequence[str], digits: int = 2) -> str:
   """One Markdown table: mean +- std per arm and measure; for each arm but
   the control, its mean difference to the control with the 95% t-interval
-  over seeds, the verdict it gives, the example-level bootstrap interval
-  beside it, the seeds it is ahead on, and the flag to run more seeds."""
+  over seeds, the verdict it gives (unadjusted) and the Holm-adjusted one
+  over the arm's measures, the example-level bootstrap interval beside
+  them, the seeds it is ahead on, and the flag to run more seeds."""
   f = lambda x: "nan" if x is None or math.isnan(x) else f"{x:.{digits}f}"
   lines = ["| arm | compute | " + " | ".join(measures) + " |",
            "|---|---|" + "---|" * len(measures)]
@@ -228,7 +267,8 @@ def format_table(comparison: Mapping, arms: Sequence[Arm],
         bracket = lambda i: ("[-]" if i is None else
                              f"[{i[0]:+.{digits}f}, {i[1]:+.{digits}f}]")
         cell += (f"; Δ {d['difference']:+.{digits}f}, t "
-                 f"{bracket(d['t_interval'])} {verdict(row)}; {star} "
+                 f"{bracket(d['t_interval'])} {verdict(row)} (unadjusted), "
+                 f"{d['holm_verdict']} (Holm); {star} "
                  f"{bracket(d['bootstrap_interval'])}; "
                  f"{sign['positive']}/{len(d['per_seed'])} seeds up"
                  + (f"; {MORE_SEEDS}" if needs_more_seeds(row) else ""))
@@ -331,7 +371,8 @@ def add_arguments(parser: argparse.ArgumentParser, arms: Sequence[str],
   own flags leaves it out)."""
   parser.add_argument("--seeds", default=default_seeds,
                       help="Comma-separated seeds; every arm runs each "
-                      f"(at least {MIN_SEEDS} for the table).")
+                      f"(at least {MIN_SEEDS} for the table, "
+                      f"{VERDICT_SEEDS} for a verdict).")
   parser.add_argument("--arms", default=",".join(arms),
                       help="Arms to train and evaluate in this invocation "
                       f"(some of {','.join(arms)}); finished units are "
@@ -430,14 +471,16 @@ def report(title: str, arms: Sequence[Arm], measures: Sequence[str],
           f"{arm.compute.describe() if arm.compute else 'not trained'}; "
           f"seeds {','.join(map(str, done)) or 'none'}"
           + (f"; {arm.description}" if arm.description else ""))
-  if len(seeds) < MIN_SEEDS:
-    print(f"  (only {len(seeds)} seed(s) finished: the protocol asks for "
-          f"{MIN_SEEDS}; intervals below are not the protocol's)")
+  if len(seeds) < VERDICT_SEEDS:
+    print(f"  (only {len(seeds)} seed(s) finished: a verdict needs "
+          f"{VERDICT_SEEDS}; the rows below are not verdicts)")
   print("mean ± sample std over seeds; Δ = arm minus control (mean of the "
         "per-seed differences); t = its 95% t-interval over seeds, which the "
-        "verdict (above / below / level) reads; bootstrap = the paired "
-        "bootstrap 95% interval over seeds and examples, beside it; seeds up "
-        "= sign test's count.\n")
+        "unadjusted verdict (above / below / level) reads; Holm = the verdict "
+        "of the paired t-test's p over seeds, Holm-adjusted over the arm's "
+        "measures (adjusted p < 0.05); bootstrap = the paired bootstrap 95% "
+        "interval over seeds and examples, beside them; seeds up = sign "
+        "test's count.\n")
   print(format_table(comparison, arms, measures, digits))
   output = {"title": title, "setup": dict(setup), "measures": list(measures),
             "arms": [{"name": a.name, "control": a.control,

@@ -6,8 +6,11 @@ command, the commit, the CPU, the date, the seeds, the arms, every arm's
 per-seed value of each measure, and the comparison computed from them
 (`comparison`): per arm and measure, the per-seed differences to the
 control, their mean, the 95% t-interval over seeds and the verdict it gives
-(`evidence_protocol.verdict`, with its "run at 5 seeds" flag), and beside
-it, labelled, the example-level paired bootstrap interval of the run.
+(`evidence_protocol.verdict`, labelled unadjusted), the paired t-test's p
+and the Holm-adjusted p and verdict over the arm's measures
+(`evidence_protocol.holm_family`), the "run at 5 seeds" flag of any row
+under 5 seeds, and beside it, labelled, the example-level paired bootstrap
+interval of the run.
 
 The README and doc tables are rendered from these files between marker
 comments, so a table and its file cannot drift apart
@@ -86,9 +89,10 @@ def comparison(per_seed: Mapping[str, Mapping[str, Sequence[float]]],
                ) -> Dict[str, Dict[str, dict]]:
   """{arm: {measure: row}} for every arm but the control: the per-seed
   differences (arm - control, seed by seed), their mean, the 95% t-interval
-  over seeds, its verdict and flag, the sign test's count, and
-  `bootstrap[arm][measure]` (the run's example-level paired bootstrap
-  interval) beside it."""
+  over seeds, its verdict (unadjusted) and flag, the paired t-test's p and
+  its Holm-adjusted p and verdict over the arm's measures (one family), the
+  sign test's count, and `bootstrap[arm][measure]` (the run's example-level
+  paired bootstrap interval) beside it."""
   out = {}
   for arm, measures in per_seed.items():
     if arm == control:
@@ -104,13 +108,14 @@ def comparison(per_seed: Mapping[str, Mapping[str, Sequence[float]]],
       row = {"vs_control": {
           "per_seed": differences, "difference": over_seeds["mean"],
           "t_interval": over_seeds["interval"], "t": over_seeds["t"],
-          "sd": over_seeds["sd"],
+          "sd": over_seeds["sd"], "p": statistics.paired_t_p(differences),
           "bootstrap_interval": (bootstrap or {}).get(arm, {}).get(measure),
           "seeds_up": sum(d > 0 for d in differences)}}
       row["vs_control"]["verdict"] = protocol.verdict(row)
       row["vs_control"]["flag"] = (protocol.MORE_SEEDS if
                                    protocol.needs_more_seeds(row) else None)
       out[arm][measure] = row["vs_control"]
+    protocol.holm_family(list(out[arm].values()))
   return out
 
 
@@ -143,8 +148,9 @@ def _arm_header(arm: Mapping, control: str) -> str:
 def render_results(result: Mapping) -> str:
   """Two Markdown tables: each arm's mean ± sample std over seeds (each
   seed in brackets); each arm minus the control per measure, with the
-  per-seed differences, the 95% t-interval over seeds and its verdict, and
-  the example-level paired bootstrap interval beside it."""
+  per-seed differences, the 95% t-interval over seeds and its verdict
+  (unadjusted), the Holm-adjusted p and verdict over the arm's measures,
+  and the example-level paired bootstrap interval beside them."""
   control = control_of(result)
   digits = result.get("digits", {})
   arms = [a["name"] for a in result["arms"]]
@@ -162,9 +168,9 @@ def render_results(result: Mapping) -> str:
                    + ", ".join(_f(v, d) for v in values) + ")")
     lines.append(f"| {measure} | " + " | ".join(cells) + " |")
   lines += ["", "| arm - control | measure | per-seed differences | mean | "
-            "95% t-interval over seeds | verdict | example-level paired "
-            "bootstrap 95% | seeds up |",
-            "|---|---|---|---|---|---|---|---|"]
+            "95% t-interval over seeds | verdict (unadjusted) | p (Holm) | "
+            "verdict (Holm) | example-level paired bootstrap 95% | seeds up |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
   computed = comparison(result["per_seed"], control, result.get("bootstrap"))
   for arm in arms:
     if arm == control:
@@ -172,20 +178,28 @@ def render_results(result: Mapping) -> str:
     for measure in measures:
       d = digits.get(measure, 2)
       row = computed[arm][measure]
-      verdict = f"**{row['verdict']}**" if row["verdict"] != "level" else (
-          "level" + (f" ({row['flag']})" if row["flag"] else ""))
+      holm_p = "-" if row["holm_p"] is None else _p(row["holm_p"])
       lines.append(
           f"| {arm} - {control} | {measure} | "
           + ", ".join(f"{v:+.{d}f}" for v in row["per_seed"])
           + f" | {row['difference']:+.{d}f} | "
-          f"{_interval(row['t_interval'], d)} | {verdict} | "
+          f"{_interval(row['t_interval'], d)} | "
+          f"{protocol.shown_verdict(row['verdict'], row['flag'])} | "
+          f"{holm_p} | "
+          f"{protocol.shown_verdict(row['holm_verdict'], row['flag'])} | "
           f"{_interval(row['bootstrap_interval'], d)} | "
           f"{row['seeds_up']}/{len(row['per_seed'])} |")
   return "\n".join(lines) + "\n"
 
 
-def verdict_cell(result: Mapping) -> str:
-  """The claim's arms' verdicts over the measures, by the t-interval."""
+def _p(p: float) -> str:
+  return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def verdict_cell(result: Mapping, key: str = "verdict") -> str:
+  """The claim's arms' verdicts over the measures: `key` "verdict", by the
+  t-interval (unadjusted); "holm_verdict", Holm-adjusted over each arm's
+  measures."""
   control = control_of(result)
   computed = comparison(result["per_seed"], control, result.get("bootstrap"))
   parts = []
@@ -193,7 +207,7 @@ def verdict_cell(result: Mapping) -> str:
     by_verdict = {}
     for measure in result["measures"]:
       row = computed[arm][measure]
-      name = row["verdict"] + (
+      name = row[key] + (
           f" (at {len(row['per_seed'])} seeds: {row['flag']})"
           if row["flag"] else "")
       by_verdict.setdefault(name, []).append(measure)
@@ -207,8 +221,10 @@ def verdict_cell(result: Mapping) -> str:
 def render_verdicts(results: Sequence[Mapping], document_dir: str = "") -> str:
   """One row per claim (files sharing a `claim`), its verdict per file, and
   a link to each file's page (`page`) relative to `document_dir`."""
-  lines = ["| claim | script | arms (control first) | results | verdict by "
-           "the 95% t-interval over seeds | note |", "|---|---|---|---|---|---|"]
+  lines = ["| claim | script | arms (control first) | results | verdict, "
+           "unadjusted (95% t-interval over seeds) | verdict, Holm-adjusted "
+           "over the claim's measures | note |",
+           "|---|---|---|---|---|---|---|"]
   claims = {}
   for result in results:
     claims.setdefault(result["claim"], []).append(result)
@@ -225,7 +241,8 @@ def render_verdicts(results: Sequence[Mapping], document_dir: str = "") -> str:
         + (f"#{p.split('#')[1]})" if "#" in p else ")") for p in pages)
     lines.append(f"| {claim} | `{first['script']}` | {', '.join(arms)} | "
                  f"{links} | " + "<br>".join(verdict_cell(r) for r in group)
-                 + f" | {note} |")
+                 + " | " + "<br>".join(verdict_cell(r, "holm_verdict")
+                                       for r in group) + f" | {note} |")
   return "\n".join(lines) + "\n"
 
 

@@ -176,7 +176,32 @@ def render_demo_figures(results: Sequence[Mapping]) -> str:
     lines.append(f"| {label}: each seed's bootstrap 95% | - | " + "; ".join(
         f"[{r['figures'][key][0]:+.3f}, {r['figures'][key][1]:+.3f}]"
         for r in results) + " | - |")
+  share = [100 * r["figures"]["conditioning_gain"]
+           / r["figures"]["heldout_mlm_loss_trained"] for r in results]
+  lines.append("| conditioning gain as a share of the trained held-out MLM "
+               f"loss (%) | - | {_spread(share, '.1f')} | - |")
+  for label, trained, pooled, fmt in (
+      ("retrieval MRR", "retrieval_mrr_trained",
+       "retrieval_mrr_untrained_mean_pooled", "+.3f"),
+      ("STS-B dev", "stsb_dev_trained", "stsb_dev_untrained_mean_pooled",
+       "+.1f")):
+    lines.append(f"| {label}, trained minus untrained mean pool: each seed; "
+                 "mean, 95% t-interval over seeds | - | "
+                 + _against_seeds([r["figures"][trained] - r["figures"][pooled]
+                                   for r in results], fmt) + " | - |")
   return "\n".join(lines) + "\n"
+
+
+def _against_seeds(differences: Sequence[float], fmt: str) -> str:
+  """Per-seed differences, their mean and t-interval over seeds, and what
+  the interval says (above, below or level), at this many seeds."""
+  from cmlm.evaluation import statistics  # pylint: disable=g-import-not-at-top
+  found = statistics.t_interval(differences)
+  low, high = found["interval"]
+  reading = "above" if low > 0 else "below" if high < 0 else "level"
+  return (", ".join(format(d, fmt) for d in differences)
+          + f"; {format(found['mean'], fmt)} [{format(low, fmt)}, "
+          f"{format(high, fmt)}]: {reading} over {len(differences)} seeds")
 
 
 def _minutes(seconds: float) -> str:

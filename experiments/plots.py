@@ -45,7 +45,9 @@ def forest_data(results: Sequence[Mapping]) -> List[dict]:
                      "mean": row["difference"],
                      "t_interval": list(row["t_interval"]),
                      "seeds": len(row["per_seed"]),
-                     "verdict": row["verdict"]})
+                     # Under 5 seeds no row is a verdict (grey).
+                     "verdict": (row["verdict"] if row["flag"] is None
+                                 else "no verdict")})
   return rows
 
 

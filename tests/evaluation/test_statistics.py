@@ -51,11 +51,38 @@ def test_the_t_interval_is_mean_plus_minus_t_sd_over_root_n():
   assert statistics.t_interval([2.0])["interval"] is None
 
 
+def test_the_paired_t_p_is_below_005_exactly_when_the_interval_excludes_0():
+  # Per-seed differences 1, 2, 6: t = 3 / (sqrt(7) / sqrt(3)) = 1.964 with 2
+  # degrees of freedom, two-sided p = 0.1884 (the interval holds 0).
+  assert statistics.paired_t_p([1.0, 2.0, 6.0]) == pytest.approx(0.1884,
+                                                                 abs=1e-4)
+  for differences in ([1.0, 2.0, 6.0], [4.0, 5.0, 6.0], [1.0, -1.0, 3.0],
+                      [1.0, 2.0, 3.0, 4.0, 5.0], [-2.0, -1.5, -2.5]):
+    low, high = statistics.t_interval(differences)["interval"]
+    assert (statistics.paired_t_p(differences) < 0.05) == (low > 0 or high < 0)
+  assert statistics.paired_t_p([2.0]) is None
+  assert statistics.paired_t_p([2.0, 2.0, 2.0]) == 0.0
+  assert statistics.paired_t_p([0.0, 0.0, 0.0]) == 1.0
+
+
+def test_holm_adjusts_a_family_step_down_in_its_own_order():
+  # Sorted 0.01, 0.03, 0.04 times 3, 2, 1: 0.03, 0.06, 0.04 -> the running
+  # maximum keeps 0.04 at 0.06; given back in the family's order.
+  assert statistics.holm([0.01, 0.04, 0.03]) == pytest.approx(
+      [0.03, 0.06, 0.06])
+  assert statistics.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped
+  assert statistics.holm([0.02]) == [0.02]  # a family of one: unadjusted
+  # A measure with no test (one seed) counts in the family as p = 1.
+  assert statistics.holm([0.01, None, 0.03]) == pytest.approx(
+      [0.03, None, 0.06])
+
+
 def test_paired_difference_gives_the_t_interval_of_its_per_seed_differences():
   control, better = accuracy_arms(shift=0.1)
   found = statistics.paired_difference(control, better, resamples=200)
   by_hand = statistics.t_interval(found["per_seed"])
   assert found["t_interval"] == pytest.approx(by_hand["interval"])
+  assert found["p"] == pytest.approx(statistics.paired_t_p(found["per_seed"]))
   low, high = found["t_interval"]
   assert 0 < low < 10 < high  # the true difference, 10 points, found
   rng = np.random.default_rng(1)

@@ -43,7 +43,9 @@ def test_report_prints_one_table_and_writes_it_as_json(tmp_path, capsys):
                            resamples=200)
   printed = capsys.readouterr().out
   assert "| new | 0.0M tok (1.00x) |" in printed and "3/3 seeds up" in printed
-  assert "above" in printed and protocol.MORE_SEEDS not in printed
+  # Above at 3 seeds is not yet a verdict: the one stopping rule is 5 seeds.
+  assert "above (unadjusted), above (Holm)" in printed
+  assert protocol.MORE_SEEDS in printed
   saved = json.loads((tmp_path / "table.json").read_text())
   assert saved["comparison"] == json.loads(json.dumps(output["comparison"]))
   row = saved["comparison"]["new"]["acc"]
@@ -51,7 +53,8 @@ def test_report_prints_one_table_and_writes_it_as_json(tmp_path, capsys):
   assert row["vs_control"]["t_interval"][0] > 0
   assert protocol.verdict(row) == "above"
   assert row["vs_control"]["verdict"] == "above"
-  assert row["vs_control"]["flag"] is None
+  assert row["vs_control"]["holm_verdict"] == "above"  # a family of one
+  assert row["vs_control"]["flag"] == protocol.MORE_SEEDS
 
 
 def test_a_level_claim_at_3_seeds_is_flagged_to_run_at_5():
@@ -76,6 +79,69 @@ def test_a_level_claim_at_3_seeds_is_flagged_to_run_at_5():
   five = protocol.compare(results, arms, ["m"], resamples=100)["new"]["m"]
   assert five["vs_control"]["verdict"] == "level"
   assert five["vs_control"]["flag"] is None
+
+
+def _scalar_results(differences_by_measure):
+  """base and new over as many seeds as each measure's differences."""
+  results = {"base": {}, "new": {}}
+  for measure, differences in differences_by_measure.items():
+    for seed, d in enumerate(differences, start=1):
+      results["base"].setdefault(seed, {})[measure] = {
+          "kind": "scalar", "value": 10.0 * seed}
+      results["new"].setdefault(seed, {})[measure] = {
+          "kind": "scalar", "value": 10.0 * seed + d}
+  return results
+
+
+def test_every_claim_needs_5_seeds_whatever_its_sign():
+  """One stopping rule: above and below at 3 seeds are flagged like level;
+  at 5 the same signs are verdicts, unflagged."""
+  arms = [protocol.Arm("base", None, control=True), protocol.Arm("new", None)]
+  for seeds in (3, 4):
+    rows = protocol.compare(_scalar_results(
+        {"up": [4.0, 5.0, 6.0, 5.0][:seeds],
+         "down": [-4.0, -5.0, -6.0, -5.0][:seeds]}), arms, ["up", "down"],
+        resamples=100)["new"]
+    assert rows["up"]["vs_control"]["verdict"] == "above"
+    assert rows["down"]["vs_control"]["verdict"] == "below"
+    assert all(r["vs_control"]["flag"] == protocol.MORE_SEEDS
+               for r in rows.values())
+    assert protocol.needs_more_seeds(rows["up"])
+  rows = protocol.compare(_scalar_results(
+      {"up": [4.0, 5.0, 6.0, 5.0, 4.5], "down": [-4.0, -5.0, -6.0, -5.0, -4.5]}),
+      arms, ["up", "down"], resamples=100)["new"]
+  assert rows["up"]["vs_control"]["verdict"] == "above"
+  assert rows["down"]["vs_control"]["verdict"] == "below"
+  assert all(r["vs_control"]["flag"] is None for r in rows.values())
+  table = protocol.format_table({"new": rows}, arms, ["up", "down"])
+  assert protocol.MORE_SEEDS not in table
+  assert "above (unadjusted), above (Holm)" in table
+
+
+def test_holm_over_a_claims_measures_can_turn_an_unadjusted_verdict_level():
+  """Three measures of one arm at 5 seeds, each p by the paired t-test;
+  Holm multiplies the smallest by 3, the next by 2: a measure above
+  unadjusted (p = 0.031) is level once adjusted (0.063), the strong one
+  stays."""
+  from cmlm.evaluation import statistics
+  arms = [protocol.Arm("base", None, control=True), protocol.Arm("new", None)]
+  differences = {"strong": [5.0, 5.5, 4.5, 5.2, 4.8],
+                 "weak": [1.0, 0.2, 1.4, 0.3, 1.5],
+                 "none": [1.0, -1.0, 0.5, -0.5, 0.2]}
+  rows = protocol.compare(_scalar_results(differences), arms,
+                          list(differences), resamples=100)["new"]
+  p = {m: statistics.paired_t_p(d) for m, d in differences.items()}
+  assert p["strong"] < p["weak"] < 0.05 < 2 * p["weak"]
+  adjusted = statistics.holm([p[m] for m in differences])
+  for (measure, row), holm_p in zip(rows.items(), adjusted):
+    assert row["vs_control"]["p"] == pytest.approx(p[measure])
+    assert row["vs_control"]["holm_p"] == pytest.approx(holm_p)
+  assert rows["strong"]["vs_control"]["holm_verdict"] == "above"
+  assert rows["weak"]["vs_control"]["verdict"] == "above"
+  assert rows["weak"]["vs_control"]["holm_verdict"] == "level"
+  assert rows["none"]["vs_control"]["holm_verdict"] == "level"
+  table = protocol.format_table({"new": rows}, arms, list(differences))
+  assert "above (unadjusted), level (Holm)" in table
 
 
 def _git_checkout(root):

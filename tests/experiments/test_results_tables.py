@@ -45,24 +45,43 @@ def _write(root, name, text):
 
 
 def test_a_table_or_a_file_that_drifts_from_the_other_is_caught(tmp_path):
-  """A known effect is rendered above, none level with the 3-seed flag; a
-  value changed in the file (or a cell in the table) no longer matches."""
+  """At 5 seeds a known effect is rendered above and none level, each with
+  its unadjusted and Holm-adjusted verdict; at 3 seeds the same effect is
+  flagged, not a verdict; a value changed in the file (or a cell in the
+  table) no longer matches."""
   root = str(tmp_path)
   result = evidence_tables.with_comparison({
       "title": "t", "claim": "new beats base", "script": "x.py",
       "arms": [{"name": "base", "control": True}, {"name": "new"}],
-      "measures": ["m", "n"], "seeds": [1, 2, 3],
-      "per_seed": {"base": {"m": [50.0, 52.0, 48.0], "n": [50.0, 52.0, 48.0]},
-                   "new": {"m": [55.0, 57.5, 52.5], "n": [51.0, 51.0, 49.0]}}})
+      "measures": ["m", "n"], "seeds": [1, 2, 3, 4, 5],
+      "per_seed": {"base": {"m": [50.0, 52.0, 48.0, 51.0, 49.0],
+                            "n": [50.0, 52.0, 48.0, 51.0, 49.0]},
+                   "new": {"m": [55.0, 57.5, 52.5, 56.0, 54.5],
+                           "n": [51.0, 51.0, 49.0, 50.0, 50.0]}}})
   _write(root, "r.json", json.dumps(result))
   page = ("# Page\n\n<!-- results:r.json -->\n<!-- /results -->\n\n"
           "<!-- verdicts:r.json -->\n<!-- /verdicts -->\n")
   rendered = evidence_tables.render_document(page, root)
   assert evidence_tables.render_document(rendered, root) == rendered
-  assert "| new - base | m | +5.00, +5.50, +4.50 | +5.00 |" in rendered
-  assert "**above**" in rendered
-  assert f"level ({protocol.MORE_SEEDS})" in rendered  # n: +1, -1, +1
-  assert "above on m; level (at 3 seeds" in rendered
+  assert ("| new - base | m | +5.00, +5.50, +4.50, +5.00, +5.50 | +5.10 |"
+          in rendered)
+  assert "| verdict (unadjusted) | p (Holm) | verdict (Holm) |" in rendered
+  # m: above unadjusted and after Holm over {m, n}; n: +1, -1, +1, -1, +1.
+  assert "| **above** | <0.001 | **above** |" in rendered
+  assert "| level | 0.704 | level |" in rendered  # the largest p: x 1
+  assert protocol.MORE_SEEDS not in rendered
+  assert ("| verdict, unadjusted (95% t-interval over seeds) | verdict, "
+          "Holm-adjusted over the claim's measures |") in rendered
+  assert rendered.count("new vs base: above on m; level on n") == 2
+  three = evidence_tables.with_comparison(dict(result, seeds=[1, 2, 3],
+      per_seed={arm: {m: v[:3] for m, v in values.items()}
+                for arm, values in result["per_seed"].items()}))
+  _write(root, "r3.json", json.dumps(three))
+  rendered3 = evidence_tables.render_document(
+      page.replace("r.json", "r3.json"), root)
+  assert "**above**" not in rendered3
+  assert f"| above ({protocol.MORE_SEEDS}) |" in rendered3
+  assert f"above (at 3 seeds: {protocol.MORE_SEEDS}) on m" in rendered3
   result["per_seed"]["new"]["m"][0] = 56.0
   _write(root, "r.json", json.dumps(result))
   assert evidence_tables.render_document(rendered, root) != rendered
