@@ -136,6 +136,9 @@ def export_run(model_dir: str, export_dir: str,
   with_folder = artifacts_lib.SENTENCE_TRANSFORMERS in formats
   if with_folder:  # a head it cannot express is refused before any work
     sentence_transformers_folder.check_exportable(params.task.model)
+  if version is None and step is None:
+    raise ValueError(f"{checkpoint_path} stores no global step to version "
+                     "the export by; give --version=N.")
   version = step if version is None else version
   export_dir = os.path.abspath(export_dir)
   result = ExportResult(

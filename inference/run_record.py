@@ -44,7 +44,7 @@ class RunRecord:
   model_dir: str
   params: cfg.ExperimentConfig
   checkpoint_path: str
-  step: int
+  step: Optional[int]  # None: the checkpoint stores no global step
   # `task.tokenization.vocab_file`, read and checked once.
   vocabulary: vocabulary_lib.VocabularyFile
   # The import_info.json of the run (`imported_here` True) or of the run its

@@ -138,11 +138,18 @@ def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None,
   return found
 
 
-def checkpoint_step(checkpoint_path: str) -> int:
-  """The global step stored in a checkpoint (the default export version)."""
+_GLOBAL_STEP = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def checkpoint_step(checkpoint_path: str) -> Optional[int]:
+  """The global step stored in a checkpoint (the default export version);
+  None for a checkpoint that stores none (an untrained start written with
+  its `encoder` item alone)."""
   try:
     reader = tf.train.load_checkpoint(checkpoint_path)
-    return int(reader.get_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE"))
+    if not reader.has_tensor(_GLOBAL_STEP):
+      return None
+    return int(reader.get_tensor(_GLOBAL_STEP))
   except _READ_ERRORS as error:
     raise ValueError(_unreadable(checkpoint_path, error)) from None
 
