@@ -124,7 +124,8 @@ def provenance(arm: str, seed: int, root: Optional[str] = None,
           "date": datetime.datetime.now(datetime.timezone.utc)
                   .isoformat(timespec="seconds"),
           "load_1min": round(os.getloadavg()[0], 2),
-          "command": " ".join([sys.executable] + list(
+          # The interpreter by name: a results file names no local path.
+          "command": " ".join(["python"] + list(
               sys.argv if argv is None else argv))}
 
 
