@@ -11,9 +11,15 @@ fetch's temporary folders are removed by the next fetch of the same target.
 
 Checksums: a download whose sha256 is pinned in the registry is verified
 against it; one not pinned has the sha256 of its first download recorded
-in `DIR/checksums.json` (with the URL and the license) and every later
-download of it is verified against that record. A mismatch removes the
+in `DIR/checksums.json` (with the URL and the license) once its benchmark
+is published (a download that does not unpack records nothing), and every
+later download of it is verified against that record. A mismatch removes the
 download and stops with one line; nothing is published.
+
+One fetch at a time writes a `--data_dir`: a fetch holds
+`DIR/.cmlm-fetch.lock` (`training.run_lock`) while it works, and a second
+one started meanwhile stops at once with one line naming the holder (both
+would download into the same `.part` files).
 """
 import contextlib
 import dataclasses
@@ -30,15 +36,17 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from typing import Dict, List, Optional, TextIO
+from typing import Dict, List, Optional, TextIO, Tuple
 
 from cmlm.data_pipelines import atomic_file
 from cmlm.evaluation import benchmark_sources
 from cmlm.evaluation.benchmark_sources import Benchmark
 from cmlm.evaluation.benchmark_sources import Download
 from cmlm.inference import progress as progress_bar
+from cmlm.training import run_lock
 
 CHECKSUMS_FILE = "checksums.json"
+LOCK_FILE_NAME = ".cmlm-fetch.lock"
 PART_PREFIX = ".tmp-fetch-"
 _CHUNK = 1 << 16
 
@@ -78,10 +86,17 @@ def parse_source_urls(text: Optional[str]) -> Dict[str, str]:
                        f"({', '.join(benchmark_sources.BENCHMARKS)}); got "
                        f"{item!r}.")
     parsed = urllib.parse.urlparse(url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-      raise ValueError(f"--source_url {name}={url}: expected an http:// or "
-                       "https:// URL of a folder serving the benchmark's "
-                       "files under their source names.")
+    if parsed.scheme == "file":
+      folder = urllib.request.url2pathname(parsed.path)
+      if parsed.netloc not in ("", "localhost") or not os.path.isdir(folder):
+        raise ValueError(f"--source_url {name}={url}: the folder {folder} "
+                         "does not exist; a file:// URL names a local "
+                         "folder holding the benchmark's files under their "
+                         "source names.")
+    elif parsed.scheme not in ("http", "https") or not parsed.netloc:
+      raise ValueError(f"--source_url {name}={url}: expected an http://, "
+                       "https:// or file:// URL of a folder serving the "
+                       "benchmark's files under their source names.")
     mirrors[name] = url.strip()
   return mirrors
 
@@ -96,8 +111,23 @@ def fetch_benchmarks(names: List[str], data_dir: str,
   source_urls = source_urls or {}
   benchmarks = [with_source(b, source_urls)
                 for b in benchmark_sources.resolve(names)]
+  made = bool(data_dir) and not os.path.lexists(data_dir)
   data_dir = _usable_data_dir(data_dir)
+  try:
+    with run_lock.hold(data_dir, name=LOCK_FILE_NAME, what="fetch",
+                       flag="--data_dir"):
+      return _fetch_locked(benchmarks, data_dir, options)
+  finally:
+    if made:
+      with contextlib.suppress(OSError):
+        os.rmdir(data_dir)  # made for this fetch, which wrote nothing
+
+
+def _fetch_locked(benchmarks: List[Benchmark], data_dir: str,
+                  options: FetchOptions) -> List[str]:
+  """`fetch_benchmarks` once `data_dir`'s lock is held."""
   record = _read_record(data_dir)
+  unchanged = json.dumps(record, sort_keys=True)
   todo = []
   for benchmark in benchmarks:
     target = os.path.join(data_dir, benchmark.target)
@@ -112,7 +142,8 @@ def fetch_benchmarks(names: List[str], data_dir: str,
           f"eval reads it as it is: move it away to fetch {benchmark.name} "
           "again, or choose another --data_dir.")
     todo.append(benchmark)
-  downloaded: Dict[str, str] = {}  # url -> its complete, verified file
+  # url -> its complete, verified file and that file's checksum entry
+  downloaded: Dict[str, Tuple[str, dict]] = {}
   written = []
   try:
     for index, benchmark in enumerate(todo):
@@ -124,15 +155,16 @@ def fetch_benchmarks(names: List[str], data_dir: str,
       print(f"{benchmark.name}: {target}", file=options.log)
       still_needed = {d.url for b in todo[index + 1:] for d in b.downloads}
       for url in [u for u in downloaded if u not in still_needed]:
-        os.remove(downloaded.pop(url))
+        os.remove(downloaded.pop(url)[0])
   except FetchError as error:
     if not error.resumable:
-      for path in downloaded.values():
+      for path, _ in downloaded.values():
         with contextlib.suppress(OSError):
           os.remove(path)
     raise
   finally:
-    _write_record(data_dir, record)
+    if json.dumps(record, sort_keys=True) != unchanged:
+      _write_record(data_dir, record)
   return written
 
 
@@ -163,7 +195,8 @@ def _usable_data_dir(data_dir: str) -> str:
 
 
 def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
-             downloaded: Dict[str, str], options: FetchOptions) -> None:
+             downloaded: Dict[str, Tuple[str, dict]],
+             options: FetchOptions) -> None:
   """Gathers the benchmark's files in a staging folder, then renames it."""
   parent = os.path.dirname(target)
   made_parent = not os.path.isdir(parent)  # e.g. DIR/sts: removed if empty
@@ -177,9 +210,8 @@ def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
         if download.url not in downloaded:
           downloaded[download.url] = _download_verified(
               download, data_dir, record, options)
-        files[download.file_name] = record["files"][
-            _record_key(download)]
-        _place(download, downloaded[download.url], staging)
+        path, files[_record_key(download)] = downloaded[download.url]
+        _place(download, path, staging)
       atomic_file.check_before_replace()
       os.rename(staging, target)
     except BaseException:
@@ -188,6 +220,7 @@ def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
         with contextlib.suppress(OSError):
           os.rmdir(parent)  # only if empty
       raise
+  record["files"].update(files)
   record["benchmarks"][benchmark.name] = {
       "path": benchmark.target, "title": benchmark.title,
       "license": benchmark.license, "tasks": list(benchmark.tasks),
@@ -195,9 +228,18 @@ def _publish(benchmark: Benchmark, target: str, data_dir: str, record: dict,
 
 
 def _download_verified(download: Download, data_dir: str, record: dict,
-                       options: FetchOptions) -> str:
+                       options: FetchOptions) -> Tuple[str, dict]:
+  """The download's complete file, verified, and its checksum entry."""
   part = os.path.join(data_dir, f"{PART_PREFIX}{download.file_name}.part")
-  _download(download.url, part, options)
+  try:
+    _download(download.url, part, options)
+  except BaseException as error:
+    # Only the bytes of a network error are kept (the next fetch resumes
+    # them); a full disk, a stop or a missing file leaves nothing.
+    if not (isinstance(error, FetchError) and error.resumable):
+      with contextlib.suppress(OSError):
+        os.remove(part)
+    raise
   digest = _sha256(part)
   key = _record_key(download)
   recorded = record["files"].get(key, {}).get("sha256")
@@ -210,10 +252,9 @@ def _download_verified(download: Download, data_dir: str, record: dict,
         f"{download.url}: sha256 {digest} differs from the {expected} "
         f"{where}; the download was removed and nothing was published (a "
         "--source_url mirror must serve the same files).")
-  record["files"][key] = {"url": download.url, "sha256": digest,
-                          "bytes": os.path.getsize(part),
-                          "pinned": bool(download.sha256)}
-  return part
+  return part, {"url": download.url, "sha256": digest,
+                "bytes": os.path.getsize(part),
+                "pinned": bool(download.sha256)}
 
 
 def _download(url: str, part: str, options: FetchOptions) -> None:
@@ -250,6 +291,12 @@ def _download(url: str, part: str, options: FetchOptions) -> None:
       # (A write the disk refused is an OSError of another kind: it stops
       # the fetch as a disk error, `cmlm/__main__.py`.)
       reason = getattr(error, "reason", None) or error
+      if url.startswith("file:") and isinstance(error, urllib.error.URLError):
+        # A missing file, not the network: trying again cannot help.
+        raise FetchError(
+            f"{url}: {getattr(reason, 'strerror', None) or reason} (a "
+            "file:// mirror holds every file of the benchmark under its "
+            "source name); nothing was published.") from error
       if attempt == options.retries:
         kept = os.path.getsize(part) if os.path.exists(part) else 0
         resume = (f"{kept} bytes are kept in {part} and the next fetch "

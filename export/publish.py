@@ -217,7 +217,8 @@ def publish_export(export_dir: str, version: int, overwrite: bool,
   `serving/`, which is renamed to `versions/<name>` and published (see the
   module docstring). Returns `versions/<name>`'s path.
   """
-  with run_lock.hold(export_dir, name=LOCK_FILE_NAME, what="export"):
+  with run_lock.hold(export_dir, name=LOCK_FILE_NAME, what="export",
+                     flag="--export_dir"):
     for path in remove_leftovers(export_dir):
       print(f"Removed {path}, left by an interrupted export.", flush=True)
     atomic.check_writable(targets, overwrite)

@@ -64,12 +64,13 @@ def _same_file(fd: int, path: str) -> bool:
 
 
 def acquire(model_dir: str, command: Optional[str] = None,
-            name: str = LOCK_FILE_NAME, what: str = "training process"
-            ) -> Optional[int]:
+            name: str = LOCK_FILE_NAME, what: str = "training process",
+            flag: str = "--model_dir") -> Optional[int]:
   """Takes the lock of `model_dir` (created if absent); returns its fd.
 
-  `name` is the lock file's, `what` the kind of process holding it (for the
-  message). Returns None for a path that cannot be locked (not local).
+  `name` is the lock file's, `what` the kind of process holding it and
+  `flag` the command's flag that names `model_dir` (for the message).
+  Returns None for a path that cannot be locked (not local).
 
   Raises:
     RunDirectoryInUse: another live process holds it.
@@ -91,7 +92,7 @@ def acquire(model_dir: str, command: Optional[str] = None,
       raise RunDirectoryInUse(
           f"{model_dir} is in use by another {what} "
           f"({_describe(holder)}); wait for it to end or stop it, or give "
-          "another --model_dir.") from None
+          f"another {flag}.") from None
     if _same_file(fd, path):
       break
     os.close(fd)  # its holder released and removed it meanwhile: retry
@@ -127,8 +128,8 @@ def release(model_dir: str, fd: Optional[int],
 
 @contextlib.contextmanager
 def hold(model_dir: str, command: Optional[str] = None,
-         name: str = LOCK_FILE_NAME, what: str = "training process"
-         ) -> Iterator[None]:
+         name: str = LOCK_FILE_NAME, what: str = "training process",
+         flag: str = "--model_dir") -> Iterator[None]:
   """While entered, this process is the only writer of `model_dir`.
 
   A `model_dir` made for the lock and still empty at the end (the run
@@ -136,7 +137,7 @@ def hold(model_dir: str, command: Optional[str] = None,
   """
   created = "://" not in model_dir and not os.path.exists(model_dir)
   try:
-    fd = acquire(model_dir, command, name, what)
+    fd = acquire(model_dir, command, name, what, flag)
   except OSError:
     _remove_if_made_empty(model_dir, created)
     raise

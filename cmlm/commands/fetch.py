@@ -11,7 +11,8 @@ SentEval's transfer tasks, Tatoeba) from their sources into the
 Each benchmark's license is printed as it is fetched (and recorded in
 DIR/checksums.json): check it before you redistribute a copy. A benchmark
 appears whole or not at all; an interrupted download is resumed by the next
-fetch. Sources and licenses: docs/benchmark_data.md.
+fetch; one fetch at a time writes a DIR (a second stops at once). Sources
+and licenses: docs/benchmark_data.md.
 """
 from absl import flags
 
@@ -26,9 +27,9 @@ flags.DEFINE_string("data_dir", None, "The folder to fetch into (made if "
                     "missing): the one eval's --data_dir will name.",
                     flag_values=FLAGS)
 flags.DEFINE_string("source_url", None, "NAME=URL,...: fetch benchmark NAME's "
-                    "files from the http(s) folder URL (each file under its "
-                    "name at the source) instead of the public source; the "
-                    "checksums are verified as for the source.",
+                    "files from the http(s) or file:// folder URL (each file "
+                    "under its name at the source) instead of the public "
+                    "source; the checksums are verified as for the source.",
                     flag_values=FLAGS)
 flags.DEFINE_bool("list", False, "List the benchmarks: folder, source and "
                   "license; fetch nothing.", flag_values=FLAGS)

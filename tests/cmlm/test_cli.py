@@ -100,7 +100,8 @@ def test_fetch_refuses_bad_input_in_one_line_before_any_download(tmp_path):
        "Unknown benchmark 'stsx'; known: sts12, "),
       (["--benchmarks=sts-b", f"--data_dir={new}",
         "--source_url=sts-b=ftp://mirror/sts"],
-       "--source_url sts-b=ftp://mirror/sts: expected an http:// or "),
+       "--source_url sts-b=ftp://mirror/sts: expected an http://, https:// "
+       "or file:// URL"),
       (["--benchmarks=trec", f"--data_dir={tmp_path}"],
        f"{tmp_path}/transfer/TREC already exists and was not written by "
        "`cmlm fetch`"),

@@ -9,7 +9,8 @@ limit of 0 bytes (EFBIG, the process's every writer: Python, NumPy,
 pyarrow, TensorFlow, Beam) and a directory without write permission
 (EACCES). The commands run in this process through `python -m cmlm`'s own
 `main`. Not walked themselves: `demo` (it trains, then exports: both
-walked here) and MiSAD's `prepare_ngrams` (`prepare`'s Beam pipeline).
+walked here), MiSAD's `prepare_ngrams` (`prepare`'s Beam pipeline) and
+`fetch` (tests/evaluation/test_benchmark_fetch_faults.py walks it).
 """
 import contextlib
 import errno

@@ -99,7 +99,8 @@ def release_files():
 
 class _Handler(http.server.BaseHTTPRequestHandler):
   """Serves `server.files` by path, honouring `Range: bytes=N-`; a path in
-  `server.cut_once` is sent half and the connection closed, once."""
+  `server.cut_once` is sent half and the connection closed, once; one in
+  `server.truncated` is sent half every time."""
 
   def do_GET(self):  # pylint: disable=invalid-name
     self.server.requests.append((self.path, self.headers.get("Range")))
@@ -124,7 +125,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
       self.wfile.flush()
       self.server.stall[self.path].wait(timeout=30)
       return
-    if self.path in self.server.cut_once:
+    if (self.path in self.server.cut_once or
+        self.path in self.server.truncated):
       self.server.cut_once.discard(self.path)
       self.wfile.write(data[start:start + (len(data) - start) // 2])
       self.close_connection = True
@@ -139,7 +141,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def fixture_server():
   server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
   server.files, server.requests, server.cut_once = {}, [], set()
-  server.stall = {}
+  server.stall, server.truncated = {}, set()
   thread = threading.Thread(target=server.serve_forever, daemon=True)
   thread.start()
   try:
