@@ -2,7 +2,8 @@
 
 The evidence tables have `experiments/evidence_tables.py`; this module does
 the same for the other figures: the speed tables, the demo's time and
-figures, the test-suite times, the Dask and the soak figures. Each comes
+figures, the test-suite times, the Dask and the soak figures, and the
+encoder under concurrent callers. Each comes
 from a JSON under `docs/results/` (or `projects/*/results/`) that carries
 the command, the commit of the code that ran, the CPU model string, its ISA
 flags, the cores, the date and the load; the page holds what this module
@@ -256,7 +257,10 @@ def render_dask(results: Sequence[Mapping]) -> str:
 
 def render_soak(results: Sequence[Mapping]) -> str:
   (r,) = results
-  rows = (("cycles", r["cycles"]), ("processes", r["processes"]),
+  # A file written before `commands` was recorded ran the first four.
+  commands = r.get("commands", ["train", "export", "encode", "eval"])
+  rows = (("commands of a cycle", ", ".join(commands)),
+          ("cycles", r["cycles"]), ("processes", r["processes"]),
           ("ended ok", r["ok"]), ("SIGKILLed", r["sigkill"]),
           ("SIGTERMed", r["sigterm"]),
           ("of them stopped cleanly", r["stopped_cleanly"]),
@@ -273,10 +277,43 @@ def render_soak(results: Sequence[Mapping]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def render_concurrent(results: Sequence[Mapping]) -> str:
+  """Per backend and number of callers (`benchmarks/concurrent_encode.py`):
+  sentences/s, p50 and p99 latency, and how far each result is from the
+  sequential embedding. A check run shows no speed."""
+  (r,) = results
+  check = r.get("check_run")
+  span = (f"{r['seconds']:g} s" if r.get("seconds") else
+          f"{r['requests_per_caller']} requests per caller")
+  lines = [provenance(r), "",
+           f"Model: {r['model']}; requests of {r['batch_size']} "
+           f"sentence{'s' if r['batch_size'] > 1 else ''}; {span} per "
+           "row; a result differs when its cosine to the sequential "
+           f"embedding is below {r['equal_cosine']}."]
+  if check:
+    lines += ["", "A check run: it shows that the benchmark runs and that "
+              "every result equals its sequential embedding; its times are "
+              "not figures (a tiny duration on a loaded machine), so none is "
+              "shown."]
+  lines += ["", "| backend | callers | sentences/s | p50 ms | p99 ms | "
+            "requests | min cosine | differing |", "|---|---|---|---|---|---|"
+            "---|---|"]
+  for row in r["rows"]:
+    # (How many requests a check run made is a speed too.)
+    speed = (["-"] * 4 if check else
+             [f"{row['sent_per_s']:.0f}", f"{row['p50_ms']:.1f}",
+              f"{row['p99_ms']:.1f}", str(row["requests"])])
+    lines.append(f"| {row['backend']} | {row['callers']} | "
+                 + " | ".join(speed) + f" | {row['min_cosine']:.6f} | "
+                 f"{row['differing']} |")
+  return "\n".join(lines) + "\n"
+
+
 RENDERERS: Dict[str, Callable[[Sequence[Mapping]], str]] = {
     "speed": render_speed, "demo_time": render_demo_time,
     "demo_figures": render_demo_figures, "test_suite": render_test_suite,
-    "dask": render_dask, "soak": render_soak}
+    "dask": render_dask, "soak": render_soak,
+    "concurrent": render_concurrent}
 
 
 def render_inline(value) -> str:

@@ -220,3 +220,36 @@ def test_the_forest_plot_reads_each_claims_t_interval():
   assert row["t_interval"] == pytest.approx(
       result["comparison"]["CMLM"]["sts-b"]["t_interval"])
   assert row["seeds"] == len(result["seeds"])
+
+
+def test_the_concurrent_table_shows_each_backend_and_caller_count(tmp_path):
+  """Its rows in the file's order; a check run shows every equality figure
+  and no speed."""
+  root = str(tmp_path)
+  result = {"command": "python benchmarks/concurrent_encode.py",
+            "commit": "abc", "cpu": "Some CPU", "cpu_flags": ["avx2"],
+            "cores": 2, "date": "2026-11-27", "load": "0.1 before",
+            "check_run": False, "model": "cmlm/tiny, 2 steps",
+            "batch_size": 1, "seconds": 20.0, "requests_per_caller": None,
+            "equal_cosine": 0.9999,
+            "rows": [{"backend": b, "callers": c, "requests": 10 * c,
+                      "sent_per_s": 100.0 * c, "p50_ms": 2.0 * c,
+                      "p99_ms": 3.5 * c, "min_cosine": 0.99999,
+                      "differing": 0}
+                     for b in ("saved_model", "onnx_int8") for c in (1, 8)]}
+  _write(root, "c.json", json.dumps(result))
+  page = "# P\n\n<!-- figures:concurrent c.json -->\n<!-- /figures -->\n"
+  rendered = figures.render_document(page, root)
+  rows = [line for line in rendered.splitlines() if line.startswith("| ")]
+  assert rows[1:] == [
+      "| saved_model | 1 | 100 | 2.0 | 3.5 | 10 | 0.999990 | 0 |",
+      "| saved_model | 8 | 800 | 16.0 | 28.0 | 80 | 0.999990 | 0 |",
+      "| onnx_int8 | 1 | 100 | 2.0 | 3.5 | 10 | 0.999990 | 0 |",
+      "| onnx_int8 | 8 | 800 | 16.0 | 28.0 | 80 | 0.999990 | 0 |"]
+  assert "commit `abc`; Some CPU (avx2), 2 cores; 2026-11-27" in rendered
+  assert figures.render_document(rendered, root) == rendered
+  result["check_run"] = True
+  _write(root, "c.json", json.dumps(result))
+  checked = figures.render_document(rendered, root)
+  assert "A check run" in checked
+  assert "| onnx_int8 | 8 | - | - | - | - | 0.999990 | 0 |" in checked
