@@ -1,14 +1,21 @@
-"""A soak under faults: train / export --overwrite / encode / eval, in cycles,
-each process at risk of SIGKILL or SIGTERM, on a disk that fills and
-empties.
+"""A soak under faults: train / export --overwrite / encode / eval / import /
+fetch, in cycles, each process at risk of SIGKILL or SIGTERM, on a disk that
+fills and empties.
 
     python benchmarks/soak_faults.py [--minutes=30] [--cycles=N] [--seed=0]
         [--kill_probability=0.5] [--workdir=DIR] [--no_disk_faults]
+        [--commands=train,export,...] [--results=FILE]
 
 Every cycle runs, as the command line (`python -m cmlm ...`), each in its own
 process: `train` of a tiny cmlm/tiny run 2 steps further, `export
 --overwrite` of its latest checkpoint, `encode` of 200 sentences with the
-export, `eval` (an STS-B style file) of the export. Each process is, with
+export, `eval` (an STS-B style file) of the export, `import --overwrite` of
+the export as a run, and `fetch` of two benchmarks (TREC, STS-B) from a
+slow mirror on 127.0.0.1 (`soak_environment.py`) into one `--data_dir`, whose
+published folders are removed before each cycle's fetch (its hidden
+temporaries are not: the next fetch must clear or resume them). The
+commands are `COMMANDS`: one more is a line there and a `Soak.argv_NAME`
+method. Each process is, with
 `--kill_probability`, sent SIGKILL or SIGTERM (even odds) after a random
 time within what that command took when left alone. Where this process may
 mount a tmpfs (root on Linux), the work directory is a 256 MB tmpfs that a
@@ -17,9 +24,12 @@ real "No space left on device" for whichever writer is at work; elsewhere
 there are no disk faults (`disk_faults` says so).
 
 At the end, with no faults: `train` once more (the run must resume and
-reach its step), every export version still published must load and give
-the embeddings of the checkpoint it names (read from the run), and no
-temporary file of a save, an export or an encode may remain. Prints the
+reach its step), then each command but `eval` once; every export version
+still published must load and give the embeddings of the checkpoint it
+names (read from the run), the imported run must load and give the
+export's embeddings, the fetched files must be the mirror's, and no
+temporary file (of a save, an export, an encode, an import, a fetch: a
+`.part` or a staging folder) nor a lock file may remain. Prints the
 counts as one JSON object: cycles, processes, how each ended (ok, SIGKILL,
 SIGTERM, refused with one line, and the refusals by kind), disk fills,
 recoveries (checkpoints moved
@@ -27,9 +37,14 @@ aside, leftovers of a killed save or export removed), and `lost`: whatever
 did not hold (a traceback, an unexpected status, an export that does not
 load or differs from its checkpoint, a run that does not resume, a
 temporary file left). Its figures are counts, not times; it asserts nothing.
+With `--results`, writes them with the command, commit, CPU model, ISA
+flags, cores, date and load (`experiments/unit_provenance.py`).
 """
 import argparse
 import contextlib
+import dataclasses
+import datetime
+import importlib.util
 import json
 import os
 import random
@@ -41,6 +56,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import soak_environment  # noqa: E402  (this folder; standard library only)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # cmlm/tiny at the tests' size: a run of a few steps takes seconds.
@@ -54,10 +72,31 @@ TINY = {
     "trainer": {"steps_per_loop": 1, "checkpoint_interval": 1,
                 "summary_interval": 1, "max_to_keep": 6}}
 STEPS_PER_CYCLE = 2
-COMMANDS = ("train", "export", "encode", "eval")
-# What a save, an export or an encode writes under a temporary name.
+
+
+@dataclasses.dataclass(frozen=True)
+class SoakCommand:
+  """A command of the cycle: `Soak.argv_<name>` gives its arguments."""
+  final: bool = True  # runs once more, without faults, before the checks
+
+
+# The commands of a cycle, in this order. A new one (e.g. `mine`) is a line
+# here, a method `Soak.argv_mine(self, cycle)` returning its arguments after
+# `python -m cmlm`, and, for a check of what it wrote, a few lines in
+# `final_checks`.
+COMMANDS = {
+    "train": SoakCommand(),
+    "export": SoakCommand(),
+    "encode": SoakCommand(),
+    "eval": SoakCommand(final=False),
+    "import": SoakCommand(),
+    "fetch": SoakCommand(),
+}
+# What a save, an export, an encode, an import or a fetch writes under a
+# temporary name, and the lock files of the writers.
 TEMPORARY = re.compile(r"(^|/)(\.tmp-|\.old-|[^/]*_temp$|[^/]*\.tempstate|"
-                       r"checkpoint\.tmp|[^/]*\.manifest\.json\.tmp)")
+                       r"checkpoint\.tmp|[^/]*\.manifest\.json\.tmp|"
+                       r"\.cmlm-[a-z]+\.lock$)")
 
 
 def parse_args(argv=None):
@@ -73,54 +112,18 @@ def parse_args(argv=None):
   parser.add_argument("--commands", default=",".join(COMMANDS),
                       help="the commands of a cycle, in order (a subset of "
                       f"{','.join(COMMANDS)})")
+  parser.add_argument("--results", default="",
+                      help="write the counts with their provenance here")
   args = parser.parse_args(argv)
+  unknown = set(args.commands.split(",")) - set(COMMANDS)
+  if unknown:
+    parser.error(f"--commands: unknown {', '.join(sorted(unknown))}; known: "
+                 f"{', '.join(COMMANDS)}")
   args.commands = [name for name in COMMANDS
                    if name in args.commands.split(",")]
   if "train" not in args.commands:
     parser.error("--commands must hold train")
   return args
-
-
-class Disk:
-  """The work directory: a tmpfs a thread fills and empties, when one can
-  be mounted here."""
-
-  def __init__(self, path: str, rng: random.Random, faults: bool):
-    self.path, self._rng = path, rng
-    self.mounted = faults and os.geteuid() == 0 and subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", path],
-        capture_output=True).returncode == 0
-    self.fills = 0
-    self._stop = threading.Event()
-    self._thread = None
-
-  def start(self):
-    if self.mounted:
-      self._thread = threading.Thread(target=self._fill_and_empty,
-                                      daemon=True)
-      self._thread.start()
-
-  def _fill_and_empty(self):
-    filler = os.path.join(self.path, "filler")
-    while not self._stop.wait(self._rng.uniform(5, 25)):
-      with open(filler, "wb", buffering=0) as f:
-        with contextlib.suppress(OSError):
-          while True:
-            f.write(b"\0" * (1 << 20))
-      self.fills += 1
-      self._stop.wait(self._rng.uniform(1, 6))
-      os.remove(filler)
-
-  def stop(self):
-    self._stop.set()
-    if self._thread:
-      self._thread.join()
-    with contextlib.suppress(FileNotFoundError):
-      os.remove(os.path.join(self.path, "filler"))
-
-  def unmount(self):
-    if self.mounted:
-      subprocess.run(["umount", "-l", self.path], check=False)
 
 
 class Soak:
@@ -131,6 +134,9 @@ class Soak:
     self.rng = random.Random(args.seed)
     self.run_dir = os.path.join(root, "run")
     self.export_dir = os.path.join(root, "export")
+    self.imported_dir = os.path.join(root, "imported")
+    self.data_dir = os.path.join(root, "benchmarks")
+    self.mirror = None  # soak_environment.MirrorServer, while the soak runs
     self.out_dir = os.path.join(root, "out")
     os.makedirs(self.out_dir, exist_ok=True)
     self.inputs = os.path.join(root, "inputs")
@@ -164,27 +170,57 @@ class Soak:
       for i in range(100):
         f.write(f"main\tsoak\t2024\t{i:04d}\t{i % 6}.0\t{sentences[2 * i]}\t"
                 f"{sentences[2 * i + 1]}\n")
+    self.mirror_folders = soak_environment.write_mirror(
+        os.path.join(self.inputs, "mirror"), sentences)
 
-  def command(self, name: str, cycle: int):
+  def argv_train(self, cycle: int):
     steps = STEPS_PER_CYCLE * (cycle + 1)
-    return {
-        "train": ["train", "--experiment=cmlm/tiny",
-                  f"--config_file={self.config}",
-                  f"--params_override=trainer.train_steps={steps}",
-                  f"--model_dir={self.run_dir}"],
-        "export": ["export", f"--model_dir={self.run_dir}",
-                   f"--export_dir={self.export_dir}", "--overwrite"],
-        "encode": ["encode", f"--model={self.export_dir}",
-                   f"--input={self.sentences}",
-                   f"--output={self.out_dir}/embeddings.npy", "--overwrite"],
-        "eval": ["eval", f"--model={self.export_dir}", "--tasks=sts-b",
-                 f"--task_data=sts-b={self.sts}",
-                 f"--report_dir={self.out_dir}/report"],
-    }[name]
+    return ["train", "--experiment=cmlm/tiny", f"--config_file={self.config}",
+            f"--params_override=trainer.train_steps={steps}",
+            f"--model_dir={self.run_dir}"]
+
+  def argv_export(self, cycle: int):
+    del cycle
+    return ["export", f"--model_dir={self.run_dir}",
+            f"--export_dir={self.export_dir}", "--overwrite"]
+
+  def argv_encode(self, cycle: int):
+    del cycle
+    return ["encode", f"--model={self.export_dir}",
+            f"--input={self.sentences}",
+            f"--output={self.out_dir}/embeddings.npy", "--overwrite"]
+
+  def argv_eval(self, cycle: int):
+    del cycle
+    return ["eval", f"--model={self.export_dir}", "--tasks=sts-b",
+            f"--task_data=sts-b={self.sts}",
+            f"--report_dir={self.out_dir}/report"]
+
+  def argv_import(self, cycle: int):
+    del cycle
+    return ["import", f"--source={self.export_dir}",
+            f"--model_dir={self.imported_dir}", "--overwrite"]
+
+  def argv_fetch(self, cycle: int):
+    """Fetches again what the cycle before published: its folders and
+    record are removed first, its hidden temporaries kept."""
+    del cycle
+    for name in ("transfer", "sts", "checksums.json"):
+      path = os.path.join(self.data_dir, name)
+      if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+      elif os.path.exists(path):
+        os.remove(path)
+    urls = ",".join(f"{name}={self.mirror.url(name)}"
+                    for name in soak_environment.BENCHMARKS)
+    return ["fetch", f"--benchmarks={','.join(soak_environment.BENCHMARKS)}",
+            f"--data_dir={self.data_dir}", f"--source_url={urls}",
+            "--noprogress"]
 
   def run(self, name: str, cycle: int, faults: bool = True) -> int:
     """Runs one command, maybe killing it; counts how it ended."""
-    argv = [sys.executable, "-m", "cmlm"] + self.command(name, cycle)
+    argv = ([sys.executable, "-m", "cmlm"] +
+            getattr(self, f"argv_{name}")(cycle))
     signum = None
     if faults and self.rng.random() < self.args.kill_probability:
       signum = self.rng.choice([signal.SIGKILL, signal.SIGTERM])
@@ -243,24 +279,54 @@ class Soak:
                             tail=errors.strip().splitlines()[-3:]))
 
   def temporary_files(self):
+    """Every temporary or lock file the writers left in the work
+    directory (the soak's inputs aside)."""
     found = []
-    for top in (self.run_dir, self.export_dir, self.out_dir):
-      for root, dirs, names in os.walk(top):
-        for name in dirs + names:
-          relative = os.path.relpath(os.path.join(root, name), self.root)
-          if TEMPORARY.search(relative):
-            found.append(relative)
+    for root, dirs, names in os.walk(self.root):
+      if root == self.root and "inputs" in dirs:
+        dirs.remove("inputs")
+      for name in dirs + names:
+        relative = os.path.relpath(os.path.join(root, name), self.root)
+        if TEMPORARY.search(relative):
+          found.append(relative)
     return sorted(found)
+
+  def fetched_as_mirrored(self) -> dict:
+    """{file: "equal" | "differs" | "missing"}: each mirror file as fetch
+    placed it (TREC's files as they are, STS-B's archive members)."""
+    import tarfile  # pylint: disable=g-import-not-at-top
+    verdicts = {}
+    expected = {}
+    trec = self.mirror_folders["trec"]
+    for name in os.listdir(trec):
+      with open(os.path.join(trec, name), "rb") as f:
+        expected[f"transfer/TREC/{name}"] = f.read()
+    with tarfile.open(os.path.join(self.mirror_folders["sts-b"],
+                                   "Stsbenchmark.tar.gz")) as archive:
+      for member in archive.getmembers():
+        expected["sts/STSBenchmark/" + os.path.basename(member.name)] = (
+            archive.extractfile(member).read())
+    for relative, data in sorted(expected.items()):
+      path = os.path.join(self.data_dir, relative)
+      if not os.path.isfile(path):
+        verdicts[relative] = "missing"
+        continue
+      with open(path, "rb") as f:
+        verdicts[relative] = "equal" if f.read() == data else "differs"
+    return verdicts
 
   def verify(self):
     """Every published version loads and equals its checkpoint: checked in
     this process when it has TensorFlow already (a test), else in a fresh
     one (`--verify_exports`)."""
+    imported = (self.imported_dir if "import" in self.args.commands
+                else "")
     if "tensorflow" in sys.modules:
-      return verify_exports(self.run_dir, self.export_dir, self.sentences)
+      return verify_exports(self.run_dir, self.export_dir, self.sentences,
+                            imported)
     completed = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--verify_exports",
-         self.run_dir, self.export_dir, self.sentences], cwd=REPO,
+         self.run_dir, self.export_dir, self.sentences, imported], cwd=REPO,
         capture_output=True, text=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=900)
     if completed.returncode != 0:
@@ -270,11 +336,13 @@ class Soak:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def verify_exports(run_dir: str, export_dir: str, sentences_file: str
-                   ) -> dict:
+def verify_exports(run_dir: str, export_dir: str, sentences_file: str,
+                   imported_dir: str = "") -> dict:
   """{version: "equal" | "differs" | "does not load: ..." | "checkpoint
   rotated out"}: each version of `export_dir` against the checkpoint of
-  `run_dir` its export_info.json names, on 20 sentences."""
+  `run_dir` its export_info.json names, on 20 sentences; and, as
+  "imported run", `imported_dir` (an import of the export) against the
+  export's current version."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   sys.path.insert(0, REPO)
   from cmlm.inference import embedders  # pylint: disable=g-import-not-at-top
@@ -301,6 +369,15 @@ def verify_exports(run_dir: str, export_dir: str, sentences_file: str
       continue
     results[name] = ("equal" if np.allclose(unit(exported), unit(trained),
                                             atol=1e-5) else "differs")
+  if imported_dir and os.path.isdir(imported_dir):
+    try:
+      imported = embedders.load_embedder(imported_dir)(sentences)
+      exported = embedders.load_embedder(export_dir)(sentences)
+      results["imported run"] = (
+          "equal" if np.allclose(unit(imported), unit(exported), atol=1e-5)
+          else "differs")
+    except Exception as error:  # pylint: disable=broad-except
+      results["imported run"] = "does not load: " + str(error).splitlines()[0]
   return results
 
 
@@ -309,55 +386,103 @@ def _send(process, signum):
     process.send_signal(signum)
 
 
+def provenance(argv, date: str, loads) -> dict:
+  """command, commit, CPU model, ISA flags, cores, date and load
+  (`experiments/unit_provenance.py`, loaded by its path: this process
+  imports no TensorFlow)."""
+  path = os.path.join(REPO, "experiments", "unit_provenance.py")
+  spec = importlib.util.spec_from_file_location("unit_provenance", path)
+  facts = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(facts)
+  isa = facts.isa_flags()
+  # The command as run, its local paths named DIR and FILE.
+  local = {"--workdir": "DIR", "--results": "FILE"}
+  argv = [f"{a.split('=')[0]}={local[a.split('=')[0]]}"
+          if a.split("=")[0] in local and "=" in a else a for a in argv]
+  return {"command": " ".join(["python", "benchmarks/soak_faults.py"] +
+                              list(argv)),
+          "commit": facts.head_commit(REPO),
+          "code_modified": facts.modified_code(REPO),
+          "cpu": facts.cpu_model(), "cpu_model": facts.cpu_model(),
+          "cpu_flags": [flag for flag, present in isa.items() if present],
+          "cores": os.cpu_count(), "date": date,
+          "load": f"1-minute load {min(loads):.1f}-{max(loads):.1f} during "
+                  "the run"}
+
+
+def final_checks(soak: Soak, cycle: int) -> dict:
+  """With no faults: each command once more, then what each wrote."""
+  final = {}
+  for name in soak.args.commands:
+    if COMMANDS[name].final:
+      final[name] = soak.run(name, cycle, faults=False)
+      if final[name] != 0:
+        soak.lost.append(dict(check=f"{name} without faults",
+                              status=final[name]))
+  steps = STEPS_PER_CYCLE * (cycle + 1)
+  latest = os.path.join(soak.run_dir, f"ckpt-{steps}.index")
+  final["train_reached_step"] = os.path.exists(latest)
+  if not final["train_reached_step"]:
+    soak.lost.append(dict(check="the run resumes to step", steps=steps))
+  versions = soak.verify() if os.path.isdir(os.path.join(
+      soak.export_dir, "versions")) else {}
+  final["exports"] = versions
+  for name, verdict in versions.items():
+    if verdict not in ("equal", "checkpoint rotated out"):
+      soak.lost.append(dict(check="export", version=name, verdict=verdict))
+  if "fetch" in soak.args.commands:
+    final["fetched"] = soak.fetched_as_mirrored()
+    if set(final["fetched"].values()) != {"equal"}:
+      soak.lost.append(dict(check="fetched files", files=final["fetched"]))
+  leftovers = soak.temporary_files()
+  final["temporary_files"] = leftovers
+  if leftovers:
+    soak.lost.append(dict(check="temporary files", files=leftovers))
+  return final
+
+
 def main(argv=None):
   args = parse_args(argv)
   root = args.workdir or tempfile.mkdtemp(prefix="cmlm-soak-")
   os.makedirs(root, exist_ok=True)
   rng = random.Random(args.seed + 1)
-  disk = Disk(root, rng, not args.no_disk_faults)
+  disk = soak_environment.Disk(root, rng, not args.no_disk_faults)
   soak = Soak(args, root)
+  date = datetime.datetime.now(datetime.timezone.utc).isoformat(
+      timespec="seconds")
+  loads = [os.getloadavg()[0]]
   start = time.time()
   deadline = start + 60 * args.minutes
   disk.start()
   try:
-    cycle = 0
-    while (cycle < args.cycles if args.cycles else time.time() < deadline):
-      for name in args.commands:
-        soak.run(name, cycle)
-      cycle += 1
-      soak.counts["cycles"] = cycle
-    faulted_s = time.time() - start
-    disk.stop()
-    # The checks, with no faults: the run resumes and reaches its step; an
-    # export and an encode clear what killed ones left; every published
-    # version equals its checkpoint; no temporary file is left.
-    final = {}
-    for name in args.commands:
-      if name != "eval":
-        final[name] = soak.run(name, cycle, faults=False)
-    steps = STEPS_PER_CYCLE * (cycle + 1)
-    latest = os.path.join(soak.run_dir, f"ckpt-{steps}.index")
-    final["train_reached_step"] = os.path.exists(latest)
-    if not final["train_reached_step"] or final["train"] != 0:
-      soak.lost.append(dict(check="the run resumes to step", steps=steps))
-    versions = soak.verify() if os.path.isdir(os.path.join(
-        soak.export_dir, "versions")) else {}
-    final["exports"] = versions
-    for name, verdict in versions.items():
-      if verdict not in ("equal", "checkpoint rotated out"):
-        soak.lost.append(dict(check="export", version=name, verdict=verdict))
-    leftovers = soak.temporary_files()
-    final["temporary_files"] = leftovers
-    if leftovers:
-      soak.lost.append(dict(check="temporary files", files=leftovers))
+    with soak_environment.MirrorServer(os.path.join(soak.inputs, "mirror")) as (
+        soak.mirror):
+      cycle = 0
+      while (cycle < args.cycles if args.cycles else time.time() < deadline):
+        for name in args.commands:
+          soak.run(name, cycle)
+        cycle += 1
+        soak.counts["cycles"] = cycle
+        loads.append(os.getloadavg()[0])
+      faulted_s = time.time() - start
+      disk.stop()
+      final = final_checks(soak, cycle)
+    loads.append(os.getloadavg()[0])
     result = dict(soak.counts, seconds_under_faults=round(faulted_s),
                   seconds=round(time.time() - start),
                   disk_faults=("tmpfs filled and emptied" if disk.mounted
                                else "none (no tmpfs could be mounted)"),
                   disk_fills=disk.fills, seed=args.seed,
-                  kill_probability=args.kill_probability, final=final,
-                  lost=soak.lost)
+                  kill_probability=args.kill_probability,
+                  commands=args.commands, final=final, lost=soak.lost,
+                  **provenance(sys.argv[1:] if argv is None else argv, date,
+                               loads))
     print(json.dumps(result, indent=1))
+    if args.results:
+      with open(args.results + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+      os.replace(args.results + ".tmp", args.results)
     return result
   finally:
     disk.stop()
@@ -371,6 +496,6 @@ def main(argv=None):
 
 if __name__ == "__main__":
   if sys.argv[1:2] == ["--verify_exports"]:
-    print(json.dumps(verify_exports(*sys.argv[2:5])))
+    print(json.dumps(verify_exports(*sys.argv[2:6])))
   else:
     main()

@@ -1,8 +1,9 @@
-"""benchmarks/soak_faults.py, a few minutes' worth in one cycle: a `train`
-and an `export --overwrite`, each killed (SIGKILL or SIGTERM) at a random
-moment, then the checks with no faults: the run resumes to its step, every
-published export loads and equals its checkpoint, no temporary file is
-left. The long soak (30 minutes, a disk that fills and empties) is the
+"""benchmarks/soak_faults.py, a few minutes' worth in one cycle: a `train`,
+an `export --overwrite`, an `import --overwrite` and a `fetch`, each killed
+(SIGKILL or SIGTERM) at a random moment, then the checks with no faults:
+the run resumes to its step, every published export loads and equals its
+checkpoint, the imported run equals the export, the fetched files are the
+mirror's, no temporary or lock file is left. The long soak (30 minutes, a disk that fills and empties) is the
 script's own run; here the disk is not filled."""
 import importlib.util
 import os
@@ -20,20 +21,36 @@ def _soak_module():
   return module
 
 
-@pytest.mark.slow
-def test_a_killed_train_and_export_lose_nothing(tmp_path):
+def test_each_command_of_the_cycle_has_its_arguments():
+  """The hook a new command uses: a line in COMMANDS, an argv_ method."""
   soak = _soak_module()
-  result = soak.main(["--cycles=1", "--commands=train,export",
+  for name in soak.COMMANDS:
+    assert callable(getattr(soak.Soak, f"argv_{name}", None)), name
+  with pytest.raises(SystemExit):
+    soak.parse_args(["--commands=train,mine"])  # not (yet) one of them
+
+
+@pytest.mark.slow
+def test_killed_train_export_import_and_fetch_lose_nothing(tmp_path):
+  soak = _soak_module()
+  commands = ["train", "export", "import", "fetch"]
+  result = soak.main(["--cycles=1", f"--commands={','.join(commands)}",
                       "--kill_probability=1", "--seed=3", "--no_disk_faults",
                       f"--workdir={tmp_path}"])
   assert result["lost"] == []
-  # Each ended by its signal (or, an export with no checkpoint yet to read,
-  # refused in one line), then the two runs of the checks.
-  assert result["processes"] == 4
-  assert (result["sigkill"] + result["sigterm"] +
-          result["refused_one_line"]) == 2
-  assert result["ok"] == 2
+  # Each ended by its signal, refused in one line (nothing yet to read) or
+  # finished before its signal came; then the runs of the checks.
+  assert result["processes"] == 2 * len(commands)
+  assert (result["ok"] + result["sigkill"] + result["sigterm"] +
+          result["refused_one_line"]) == result["processes"]
+  assert result["ok"] >= len(commands)
   final = result["final"]
   assert final["train"] == 0 and final["train_reached_step"]
-  assert final["export"] == 0 and final["temporary_files"] == []
-  assert final["exports"] and set(final["exports"].values()) == {"equal"}
+  assert final["export"] == final["import"] == final["fetch"] == 0
+  assert final["temporary_files"] == []
+  assert final["exports"]["imported run"] == "equal"
+  assert set(final["exports"].values()) == {"equal"}
+  assert final["fetched"] and set(final["fetched"].values()) == {"equal"}
+  for field in ("command", "commit", "cpu_model", "cpu_flags", "cores",
+                "date", "load"):
+    assert field in result, field
