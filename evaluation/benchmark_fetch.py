@@ -152,6 +152,10 @@ def _fetch_locked(benchmarks: List[Benchmark], data_dir: str,
       target = os.path.join(data_dir, benchmark.target)
       _publish(benchmark, target, data_dir, record, downloaded, options)
       written.append(target)
+      # Recorded at once: a folder in place but not in the record reads as
+      # someone else's to the next fetch.
+      _write_record(data_dir, record)
+      unchanged = json.dumps(record, sort_keys=True)
       print(f"{benchmark.name}: {target}", file=options.log)
       still_needed = {d.url for b in todo[index + 1:] for d in b.downloads}
       for url in [u for u in downloaded if u not in still_needed]:
