@@ -24,10 +24,22 @@ comments, so a table and its file cannot drift apart
     ...one row per claim...
     <!-- /verdicts -->
 
-Paths in markers are relative to the repository root.
+    <!-- historical:projects/<name>/results/evidence.json ... -->
+    ...one row per historical file...
+    <!-- /historical -->
+
+Paths in markers are relative to the repository root. A results file is
+either rebuilt from its units (`units`: the folder of its per-example
+units) or historical (`"historical": true` and `historical_reason`: a
+table whose units were not kept): a historical file holds no comparison,
+its table shows each arm's values only, and it may be rendered only in a
+section headed "Historical..." whose text names no verdict
+(`results_check`).
 
   python experiments/evidence_tables.py            # rewrite every table
-  python experiments/evidence_tables.py --check    # exit 1 if one differs
+  python experiments/evidence_tables.py --check    # exit 1 if one differs,
+      # a unit-backed file differs from its units, or a historical one
+      # carries a verdict (`results_check`)
   python experiments/evidence_tables.py --from_units=DIR --out=FILE.json \\
       --control=ARM --arms=ARM,ARM --measures=M,M --seeds=1,2,3 \\
       --command="..." --cpu="..." --date=YYYY-MM-DD [--title=... --claim=...]
@@ -35,9 +47,9 @@ Paths in markers are relative to the repository root.
 `--from_units` reads a `UnitStore` work_dir (`<arm>/seed<S>/result.json`)
 or a units folder (`<arm>/seed<S>.json`), each unit `{"measures": {...}}`,
 and writes the results file with the full example-level bootstrap
-(`evidence_protocol.compare`); the commit is the units' (each records
-the code that ran it), every one of them listed when they differ
-(`mixed_commits`).
+(`evidence_protocol.compare`) and `units`, the folder it was read from;
+the commit is the units' (each records the code that ran it), every one
+of them listed when they differ (`mixed_commits`).
 """
 import argparse
 import glob
@@ -62,6 +74,8 @@ RESULTS = re.compile(r"(<!-- results:(\S+) -->\n)(.*?)(<!-- /results -->)",
                      re.S)
 VERDICTS = re.compile(r"(<!-- verdicts:([^>]+?) -->\n)(.*?)(<!-- /verdicts -->)",
                       re.S)
+HISTORICAL = re.compile(
+    r"(<!-- historical:([^>]+?) -->\n)(.*?)(<!-- /historical -->)", re.S)
 
 
 def project_documents(root: str = REPO_ROOT) -> Tuple[str, ...]:
@@ -145,20 +159,16 @@ def _arm_header(arm: Mapping, control: str) -> str:
   return arm["name"] + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def render_results(result: Mapping) -> str:
-  """Two Markdown tables: each arm's mean ± sample std over seeds (each
-  seed in brackets); each arm minus the control per measure, with the
-  per-seed differences, the 95% t-interval over seeds and its verdict
-  (unadjusted), the Holm-adjusted p and verdict over the arm's measures,
-  and the example-level paired bootstrap interval beside them."""
+def _values_table(result: Mapping) -> List[str]:
+  """Each arm's mean ± sample std over seeds per measure, each seed in
+  brackets."""
   control = control_of(result)
   digits = result.get("digits", {})
   arms = [a["name"] for a in result["arms"]]
-  measures = result["measures"]
   lines = ["| measure | " + " | ".join(
       _arm_header(a, control) for a in result["arms"]) + " |",
            "|---|" + "---|" * len(arms)]
-  for measure in measures:
+  for measure in result["measures"]:
     d = digits.get(measure, 2)
     cells = []
     for arm in arms:
@@ -167,6 +177,24 @@ def render_results(result: Mapping) -> str:
       cells.append(f"{_f(s['mean'], d)} ± {_f(s['std'], d)} ("
                    + ", ".join(_f(v, d) for v in values) + ")")
     lines.append(f"| {measure} | " + " | ".join(cells) + " |")
+  return lines
+
+
+def render_results(result: Mapping) -> str:
+  """Two Markdown tables: each arm's mean ± sample std over seeds (each
+  seed in brackets); each arm minus the control per measure, with the
+  per-seed differences, the 95% t-interval over seeds and its verdict
+  (unadjusted), the Holm-adjusted p and verdict over the arm's measures,
+  and the example-level paired bootstrap interval beside them. A
+  historical file gets the first table only, and its reason."""
+  lines = _values_table(result)
+  if result.get("historical"):
+    return "\n".join(lines + ["", f"Historical: {result['historical_reason']}"
+                              ]) + "\n"
+  control = control_of(result)
+  digits = result.get("digits", {})
+  arms = [a["name"] for a in result["arms"]]
+  measures = result["measures"]
   lines += ["", "| arm - control | measure | per-seed differences | mean | "
             "95% t-interval over seeds | verdict (unadjusted) | p (Holm) | "
             "verdict (Holm) | example-level paired bootstrap 95% | seeds up |",
@@ -189,6 +217,8 @@ def render_results(result: Mapping) -> str:
           f"{protocol.shown_verdict(row['holm_verdict'], row['flag'])} | "
           f"{_interval(row['bootstrap_interval'], d)} | "
           f"{row['seeds_up']}/{len(row['per_seed'])} |")
+  if result.get("mixed_commits"):
+    lines += ["", result["mixed_commits"]]
   return "\n".join(lines) + "\n"
 
 
@@ -246,6 +276,28 @@ def render_verdicts(results: Sequence[Mapping], document_dir: str = "") -> str:
   return "\n".join(lines) + "\n"
 
 
+def render_historical(results: Sequence[Mapping],
+                      document_dir: str = "") -> str:
+  """One row per historical file: its script, arms, seeds, date, page
+  and why it is historical; no claim, no difference, no verdict."""
+  lines = ["| script | arms (control first) | seeds | date | table | "
+           "historical because |", "|---|---|---|---|---|---|"]
+  for result in results:
+    control = control_of(result)
+    arms = [control] + [a["name"] for a in result["arms"]
+                        if a["name"] != control]
+    page = result.get("page", "")
+    link = (f"[{_page_name(page)}]"
+            f"({os.path.relpath(page.split('#')[0], document_dir)}"
+            + (f"#{page.split('#')[1]})" if "#" in page else ")")
+            if page else "-")
+    lines.append(f"| `{result['script']}` ({result.get('setting', '')}) | "
+                 f"{', '.join(arms)} | {len(result['seeds'])} | "
+                 f"{result['date']} | {link} | "
+                 f"{result['historical_reason']} |")
+  return "\n".join(lines) + "\n"
+
+
 def _page_name(page: str) -> str:
   """projects/<name>/README.md -> <name>; docs/x.md -> x."""
   folder, name = os.path.split(page.split("#")[0])
@@ -269,6 +321,9 @@ def render_document(text: str, root: str = REPO_ROOT,
   # Blank lines around each table: a Markdown table ends at a blank line.
   text = RESULTS.sub(lambda m: m.group(1) + "\n" + render_results(
       load(m.group(2), root)) + "\n" + m.group(4), text)
+  text = HISTORICAL.sub(lambda m: m.group(1) + "\n" + render_historical(
+      [load(p, root) for p in m.group(2).split()], document_dir)
+                        + "\n" + m.group(4), text)
   return VERDICTS.sub(lambda m: m.group(1) + "\n" + render_verdicts(
       [load(p, root) for p in m.group(2).split()], document_dir)
                       + "\n" + m.group(4), text)
@@ -276,7 +331,7 @@ def render_document(text: str, root: str = REPO_ROOT,
 
 def stale_files(root: str = REPO_ROOT, documents=DOCUMENTS) -> List[str]:
   """Results files whose stored comparison is not what their per-seed
-  values give."""
+  values give (a historical file holds none: `results_check`)."""
   stale = []
   for document in documents:
     with open(os.path.join(root, document), encoding="utf-8") as f:
@@ -286,6 +341,8 @@ def stale_files(root: str = REPO_ROOT, documents=DOCUMENTS) -> List[str]:
       paths += m.group(2).split()
     for path in paths:
       result = load(path, root)
+      if result.get("historical"):
+        continue
       if json.loads(json.dumps(with_comparison(result)["comparison"])) != \
           result.get("comparison"):
         stale.append(path)
@@ -299,6 +356,16 @@ def results_from_units(units_dir: str, arms: Sequence[str], control: str,
   `UnitStore` work_dir (`<arm>/seed<S>/result.json`) or a units folder
   (`<arm>/seed<S>.json`), and the commit(s) the units ran at
   (`unit_provenance.code_commits`)."""
+  results, units = load_units(units_dir, arms, seeds)
+  return dict(tabulated(results, arms, control, measures, seeds, resamples),
+              **unit_provenance.code_commits(units))
+
+
+def load_units(units_dir: str, arms: Sequence[str], seeds: Sequence[int]
+               ) -> Tuple[Dict[str, Dict[int, Mapping]], Dict[str, Mapping]]:
+  """`results[arm][seed]` (the unit's measures) and `{"<arm> seed <S>":
+  unit}` of every (arm, seed), from a `UnitStore` work_dir or a units
+  folder; FileNotFoundError naming the first one missing."""
   store = protocol.UnitStore(units_dir)
   flat = protocol.UnitStore(units_dir, units_dir=units_dir)
   results, units = {}, {}
@@ -310,8 +377,7 @@ def results_from_units(units_dir: str, arms: Sequence[str], control: str,
                                 f"{units_dir}.")
       results.setdefault(arm, {})[seed] = unit["measures"]
       units[f"{arm} seed {seed}"] = unit
-  return dict(tabulated(results, arms, control, measures, seeds, resamples),
-              **unit_provenance.code_commits(units))
+  return results, units
 
 
 def tabulated(results: Mapping[str, Mapping[int, Mapping]],
@@ -346,7 +412,10 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--check", action="store_true",
                       help="Change nothing; exit 1 when a table or a stored "
-                      "comparison differs from its files.")
+                      "comparison differs from its files, a unit-backed file "
+                      "from its units (rebuilt in full, bootstrap included: "
+                      "minutes), or a historical file is shown with a "
+                      "verdict.")
   parser.add_argument("--from_units", help="A UnitStore work_dir or units "
                       "folder to build a results file from (with --out).")
   for name in ("out", "control", "arms", "measures", "command", "cpu", "date",
@@ -359,7 +428,9 @@ def main(argv=None) -> int:
       parser.error("--from_units needs --out, --control, --arms and "
                    "--measures.")
     result = {"title": args.title, "claim": args.claim, "script": args.script,
-              "command": args.command, "cpu": args.cpu, "date": args.date}
+              "command": args.command, "cpu": args.cpu, "date": args.date,
+              "units": os.path.relpath(os.path.abspath(args.from_units),
+                                       REPO_ROOT).replace(os.sep, "/")}
     result.update(results_from_units(
         args.from_units, args.arms.split(","), args.control,
         args.measures.split(","), [int(s) for s in args.seeds.split(",")]))
@@ -379,9 +450,13 @@ def main(argv=None) -> int:
           f.write(rendered)
   stale = stale_files()
   if args.check:
+    from cmlm.experiments import results_check  # pylint: disable=g-import-not-at-top
     for name in differing + stale:
       print(f"{name} differs from its results files.")
-    return 1 if differing or stale else 0
+    problems = results_check.problems()
+    for problem in problems:
+      print(problem)
+    return 1 if differing or stale or problems else 0
   for path in stale:
     write_json(with_comparison(load(path)), os.path.join(REPO_ROOT, path))
   for name in differing + stale:
