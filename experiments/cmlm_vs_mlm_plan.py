@@ -87,6 +87,32 @@ def own_readings(results, chosen, names: Sequence[str]) -> dict:
           for arm, by_seed in results.items()}
 
 
+def tabulated_readings(results, chosen, names: Sequence[str],
+                       seeds: Sequence[int]) -> dict:
+  """Each arm's unit values under every name its results file tabulates:
+  the measures at the arm's chosen pooling (labelled) and every reading."""
+  own = own_readings(results, chosen, names)
+  return {arm: {s: dict(results[arm][s], **own[arm][s]) for s in seeds}
+          for arm in results}
+
+
+def readings_from_units(result: Mapping, units_dir: str):
+  """(values, units, names) of the results file `result` read again from
+  its units: the read poolings chosen again on the selection set, the
+  values under every name `result["per_seed"]` holds. How
+  `evidence_tables.py --check` rebuilds this file."""
+  arms = [a["name"] for a in result["arms"]]
+  seeds = result["seeds"]
+  results, units = evidence_tables.load_units(units_dir, arms, seeds)
+  chosen = chosen_poolings(results, arms)
+  names = list(dict.fromkeys(m.rsplit(" [", 1)[0]
+                             for m in result["measures_by_pooling"]))
+  tabulated_names = [label(m) for m in names] + [
+      reading(m, p) for m in names for p in READ_POOLINGS]
+  return (tabulated_readings(results, chosen, names, seeds), units,
+          tabulated_names)
+
+
 def _machines(units: Mapping[str, Mapping]) -> str:
   return " ; ".join(sorted({
       f"{u['cpu']} ({u['cores']} cores; "
@@ -102,9 +128,7 @@ def results_file(arms, results, chosen, units: Mapping[str, Mapping],
   `commit` the units' (`unit_provenance.code_commits`)."""
   labels = [label(m) for m in names]
   by_pooling = [reading(m, p) for m in names for p in READ_POOLINGS]
-  own = own_readings(results, chosen, names)
-  both = {arm: {s: dict(results[arm][s], **own[arm][s]) for s in seeds}
-          for arm in results}
+  both = tabulated_readings(results, chosen, names, seeds)
   control = next(a.name for a in arms if a.control)
   dates = sorted(u["date"][:10] for u in units.values())
   result = {

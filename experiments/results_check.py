@@ -4,9 +4,10 @@ A table rendered from its results file (`evidence_tables`) is only as good
 as the file. Each results file a page names is one of two kinds:
 
 - **unit-backed** (`units`: the folder of its per-example units, one per
-  arm and seed): the check rebuilds the file from those units
-  (`evidence_tables.results_from_units`) and fails on any difference in
-  the seeds, the measures, the per-seed values, the example-level
+  arm and seed): the check reads the units again (`READINGS`: by the
+  script's plan where a file tabulates other names than its units', as
+  CMLM vs MLM's arms read at a pooling chosen from the units) and fails on
+  any difference in the seeds, the per-seed values, the example-level
   bootstrap intervals or the commits (`commit`, `unit_commits`,
   `mixed_commits`: the code that ran, every commit said when the units
   ran at more than one);
@@ -37,7 +38,7 @@ VERDICT_WORDS = re.compile(
 HEADING = re.compile(r"^(#+)\s+(.*)$", re.M)
 FOREST = re.compile(r"<!-- plot:forest \S+\.png ([^>]+?) -->")
 # The fields a rebuild from units must reproduce; `bootstrap` only in full.
-REBUILT = ("seeds", "measures", "per_seed", "commit", "unit_commits",
+REBUILT = ("seeds", "per_seed", "commit", "unit_commits",
            "mixed_commits")
 
 
@@ -95,6 +96,25 @@ def historical_problems(document: str, text: str, kind: str, path: str,
   return found
 
 
+def plain_readings(result: Mapping, units_dir: str):
+  """(values, units, names): each unit's measures under the names
+  `result["measures"]` tabulates (a file whose names are the units')."""
+  arms = [a["name"] for a in result["arms"]]
+  results, units = evidence_tables.load_units(units_dir, arms,
+                                              result["seeds"])
+  return results, units, list(result["measures"])
+
+
+def _plan_readings(result: Mapping, units_dir: str):
+  from cmlm.experiments import cmlm_vs_mlm_plan  # pylint: disable=g-import-not-at-top
+  return cmlm_vs_mlm_plan.readings_from_units(result, units_dir)
+
+
+# A results file whose tabulated names are not its units' (each arm read at
+# a pooling chosen from the units) is read back by its script's plan.
+READINGS = {"experiments/cmlm_vs_mlm.py": _plan_readings}
+
+
 def unit_differences(path: str, result: Mapping, root: str,
                      bootstrap: bool = True) -> List[str]:
   """The fields of `result` that its units (`result["units"]`) do not
@@ -102,18 +122,16 @@ def unit_differences(path: str, result: Mapping, root: str,
   arms = [a["name"] for a in result["arms"]]
   control = evidence_tables.control_of(result)
   units_dir = os.path.join(root, result["units"])
+  readings = READINGS.get(result.get("script"), plain_readings)
+  results, units, names = readings(result, units_dir)
+  seeds = list(result["seeds"])
   if bootstrap:
-    rebuilt = evidence_tables.results_from_units(
-        units_dir, arms, control, result["measures"], result["seeds"])
+    rebuilt = evidence_tables.tabulated(results, arms, control, names, seeds)
   else:
-    results, units = evidence_tables.load_units(units_dir, arms,
-                                                result["seeds"])
-    rebuilt = dict(unit_provenance.code_commits(units),
-                   seeds=list(result["seeds"]),
-                   measures=list(result["measures"]), per_seed={
-                       arm: {m: [statistics.statistic(results[arm][s][m])
-                                 for s in result["seeds"]]
-                             for m in result["measures"]} for arm in arms})
+    rebuilt = {"seeds": seeds, "per_seed": {
+        arm: {m: [statistics.statistic(results[arm][s][m]) for s in seeds]
+              for m in names} for arm in arms}}
+  rebuilt.update(unit_provenance.code_commits(units))
   rebuilt = json.loads(json.dumps(rebuilt))
   keys = REBUILT + (("bootstrap",) if bootstrap else ())
   return [key for key in keys if rebuilt.get(key) != result.get(key)]

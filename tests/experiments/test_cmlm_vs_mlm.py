@@ -203,3 +203,52 @@ def test_a_trained_arm_starts_from_the_start_arm(tmp_path):
             sentences),
         encoders.load_encoder(start, checkpoint, False, pooling=pooling)(
             sentences))
+
+
+def test_the_check_reads_the_results_file_again_from_its_units(tmp_path):
+  """`evidence_tables.py --check` rebuilds CMLM vs MLM's file from its units
+  through the plan: each arm's poolings chosen again, every reading; a unit
+  that moves after the file was written is caught, and so is one whose
+  change would flip an arm's chosen pooling."""
+  from cmlm.experiments import cmlm_vs_mlm_plan as plan
+  from cmlm.experiments import evidence_protocol as protocol
+  from cmlm.experiments import results_check
+  selection = {"start": {"mean": 40.0, "max": 45.0},
+               "MLM": {"mean": 60.0, "max": 50.0},
+               "CMLM": {"mean": 55.0, "max": 58.0}}
+  primary = {"start": {"mean": 30.0, "max": 20.0},
+             "MLM": {"mean": 10.0, "max": 70.0},
+             "CMLM": {"mean": 90.0, "max": 65.0}}
+  results = _units(selection, primary)
+  store = protocol.UnitStore(str(tmp_path), units_dir=str(tmp_path / "u"))
+  for arm, by_seed in results.items():
+    for seed, measures in by_seed.items():
+      store.save(arm, seed, {"measures": measures, "commit": "c1",
+                             "cpu": "Xeon", "cores": 2, "isa": {},
+                             "date": "2026-11-27T10:00:00+00:00",
+                             "command": "python x.py"})
+  units = store.units([protocol.Arm(a, None) for a in results], [1, 2, 3])
+  compute = protocol.Compute(10, (protocol.Work("s", 4, 8, 1),))
+  arms = [protocol.Arm("start", None), protocol.Arm("MLM", compute, True),
+          protocol.Arm("CMLM", compute)]
+  chosen = plan.chosen_poolings(results, ["start", "MLM", "CMLM"])
+  names = ["sts-b train", plan.SELECTION]
+  result = json.loads(json.dumps(plan.results_file(
+      arms, results, chosen, units, names, [1, 2, 3], {"steps": 10}, "t",
+      "u", 100)))
+  result["units"] = "u"
+  check = lambda: results_check.unit_differences(
+      "r.json", result, str(tmp_path), bootstrap=False)
+  assert check() == []
+  moved = dict(results["CMLM"][2])
+  moved[plan.reading("sts-b train", "max")] = {"kind": "scalar",
+                                                "value": 1.0}
+  store.save("CMLM", 2, dict(store.load("CMLM", 2), measures=moved))
+  assert check() == ["per_seed"]
+  flipped = dict(results["MLM"][1])  # max now wins MLM's selection mean
+  flipped[plan.reading(plan.SELECTION, "max")] = {"kind": "scalar",
+                                                   "value": 99.0}
+  store.save("CMLM", 2, dict(store.load("CMLM", 2),
+                             measures=results["CMLM"][2]))
+  store.save("MLM", 1, dict(store.load("MLM", 1), measures=flipped))
+  assert check() == ["per_seed"]
