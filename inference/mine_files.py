@@ -16,20 +16,28 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from cmlm.data_pipelines import atomic_file
+from cmlm.data_pipelines import text_lines
 from cmlm.inference import bitext_mining
 from cmlm.inference import nearest_neighbours
 
 
 def read_sentences(path: str, flag: str) -> List[str]:
-  """The sentences of the .txt file `path`, as encode reads them (one a
-  line); errors name `flag`."""
-  from cmlm.inference import text_inputs  # pylint: disable=g-import-not-at-top
+  """The sentences of the .txt file `path`, one a line, as encode reads a
+  .txt (`inference.text_inputs`, without loading TensorFlow); errors name
+  `flag`."""
   if not path or not os.path.isfile(path):
     raise FileNotFoundError(f"{flag}={path} is not a file.")
+  with open(path, "rb") as f:
+    data = f.read()
+  if data.startswith(text_lines.UTF8_BOM):
+    data = data[len(text_lines.UTF8_BOM):]
   try:
-    return text_inputs.read_input(path, "txt")
-  except ValueError as error:
-    raise ValueError(str(error).replace("--input=", f"{flag}=", 1)) from None
+    sentences = [line.decode("utf-8") for line in text_lines.split_lines(data)]
+  except UnicodeDecodeError:
+    raise ValueError(f"{flag}={path} is not UTF-8 text.") from None
+  if not any(map(text_lines.has_visible_text, sentences)):
+    raise ValueError(f"{flag}={path} holds no sentence.")
+  return sentences
 
 
 def check_output(path: str, overwrite: bool) -> None:
