@@ -28,6 +28,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from cmlm.inference import dask_mining
 from cmlm.inference import nearest_neighbours
 from cmlm.inference import progress as progress_lib
 
@@ -135,9 +136,10 @@ def neighbourhoods_both_ways(source, target, k: int,
                              config: nearest_neighbours.IndexConfig,
                              query_shard_size: Optional[int] = 100_000,
                              key_shard_size: Optional[int] = None,
-                             show_progress: bool = False):
+                             show_progress: bool = False, client=None):
   """(forward, backward) `Neighbourhoods`: source in target, target in
-  source."""
+  source; with a dask.distributed `client`, the query shards are its tasks
+  (`dask_mining.search`)."""
   found = []
   for name, queries, keys in (("source -> target", source, target),
                               ("target -> source", target, source)):
@@ -147,9 +149,14 @@ def neighbourhoods_both_ways(source, target, k: int,
     shards = len(nearest_neighbours.shard_bounds(len(keys), key_shard_size))
     progress = progress_lib.Progress(len(queries) * shards,
                                      enabled=show_progress)
-    found.append(Neighbourhoods(*nearest_neighbours.search(
-        queries, keys, k, config, query_shard_size, key_shard_size,
-        progress.update)))
+    if client is None:
+      found.append(Neighbourhoods(*nearest_neighbours.search(
+          queries, keys, k, config, query_shard_size, key_shard_size,
+          progress.update)))
+    else:
+      found.append(Neighbourhoods(*dask_mining.search(
+          client, queries, keys, k, config, query_shard_size,
+          key_shard_size, progress.update)))
     progress.close()
   return found[0], found[1]
 
@@ -159,12 +166,13 @@ def mine(source, target, k: int = 4, margin: str = "ratio",
          config: nearest_neighbours.IndexConfig = nearest_neighbours.IndexConfig(),
          query_shard_size: Optional[int] = 100_000,
          key_shard_size: Optional[int] = None,
-         recall_sample: int = 1000, show_progress: bool = False
-         ) -> Dict[str, object]:
+         recall_sample: int = 1000, show_progress: bool = False,
+         client=None) -> Dict[str, object]:
   """Mines `source` x `target` (embeddings `[n, dim]`, `[m, dim]`, may be
   memory-mapped): {"pairs": MinedPairs, "recall": the approximate index's
   `recall_against_exact` on `recall_sample` source sentences (None for the
-  flat index)}."""
+  flat index)}. With a dask.distributed `client` (both sides memory-mapped),
+  the search runs on its workers (`dask_mining`)."""
   if source.shape[1] != target.shape[1]:
     raise ValueError(f"The source embeddings have {source.shape[1]} "
                      f"dimensions and the target's {target.shape[1]}; mine "
@@ -173,9 +181,12 @@ def mine(source, target, k: int = 4, margin: str = "ratio",
     raise ValueError(f"--k must be 1 or more, got {k}.")
   nearest_neighbours.check_index(config, min(len(source), len(target)),
                                  key_shard_size)
+  if client is not None:
+    dask_mining.memory_map_path(source, "source")
+    dask_mining.memory_map_path(target, "target")
   forward, backward = neighbourhoods_both_ways(
       source, target, k, config, query_shard_size, key_shard_size,
-      show_progress)
+      show_progress, client)
   recall = None
   if not config.exact and recall_sample > 0:
     recall = nearest_neighbours.recall_against_exact(

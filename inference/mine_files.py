@@ -8,10 +8,11 @@ then mined and the sentences written beside the scores. Every file and
 argument is checked before a model loads or a search starts; the TSV is
 written through a temporary and renamed, so a failed run leaves none.
 """
+import contextlib
 import os
 import sys
 import tempfile
-from typing import Dict, List, Optional
+from typing import Callable, ContextManager, Dict, List, Optional
 
 import numpy as np
 
@@ -93,9 +94,12 @@ def mine_files(output: str, source: Optional[str] = None,
                target_embeddings: Optional[str] = None,
                model: Optional[str] = None, batch_size: int = 256,
                overwrite: bool = False, show_progress: bool = True,
+               open_client: Optional[Callable[[], ContextManager]] = None,
                **mine_args) -> Dict[str, object]:
   """Mines the two sides into `output` (see the module docstring);
-  `mine_args` go to `bitext_mining.mine`. Returns its result."""
+  `mine_args` go to `bitext_mining.mine`. Returns its result.
+  `open_client()`, entered once every input is checked, gives the
+  dask.distributed client the search runs on (`dask_mining`)."""
   check_output(output, overwrite)
   source_sentences, source_array = _side("source", source, source_embeddings)
   target_sentences, target_array = _side("target", target, target_embeddings)
@@ -106,7 +110,9 @@ def mine_files(output: str, source: Optional[str] = None,
   _check_fits(source_array if source_array is not None else source_sentences,
               target_array if target_array is not None else target_sentences,
               mine_args)
-  with tempfile.TemporaryDirectory(prefix="cmlm-mine-") as scratch:
+  with contextlib.ExitStack() as stack:
+    scratch = stack.enter_context(tempfile.TemporaryDirectory(
+        prefix="cmlm-mine-"))
     if needs_model:
       from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
       for name, text in (("source", source), ("target", target)):
@@ -121,8 +127,10 @@ def mine_files(output: str, source: Optional[str] = None,
             source_array = array
           else:
             target_array = array
+    client = stack.enter_context(open_client()) if open_client else None
     result = bitext_mining.mine(source_array, target_array,
-                                show_progress=show_progress, **mine_args)
+                                show_progress=show_progress, client=client,
+                                **mine_args)
     write_pairs(output, result["pairs"], source_sentences, target_sentences)
     del source_array, target_array  # the memory maps, before scratch goes
   return result

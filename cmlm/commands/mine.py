@@ -74,33 +74,32 @@ flags.DEFINE_integer("index_shard_size", None, "Sentences a FAISS index "
                      "holds; a larger corpus is indexed by shards and each "
                      "sentence's top k merged across them (default: one "
                      "index a side).", flag_values=FLAGS)
+flags.DEFINE_integer("dask_workers", 0, "Search on a dask.distributed "
+                     "LocalCluster of this many worker processes (0: in "
+                     "this process).", flag_values=FLAGS)
+flags.DEFINE_string("dask_address", None, "Search on the running Dask "
+                    "cluster at this scheduler address (tcp://HOST:8786); "
+                    "its workers must read the embeddings' paths.",
+                    flag_values=FLAGS)
 flags.DEFINE_bool("progress", True, "Show progress on standard error.",
                   flag_values=FLAGS)
 
 
 def main(argv) -> None:
   flag_parsing.parse("mine", __doc__, FLAGS, argv)
-  # pylint: disable=g-import-not-at-top
-  from cmlm.inference import mine_files
-  from cmlm.inference import nearest_neighbours
-  # pylint: enable=g-import-not-at-top
   for name in ("batch_size", "shard_size"):
     if FLAGS[name].value < 1:
       raise ValueError(f"--{name} must be 1 or more, got {FLAGS[name].value}.")
   if FLAGS.index_shard_size is not None and FLAGS.index_shard_size < 1:
     raise ValueError("--index_shard_size must be 1 or more, got "
                      f"{FLAGS.index_shard_size}.")
-  config = nearest_neighbours.IndexConfig(
-      FLAGS.index, nlist=FLAGS.nlist, nprobe=FLAGS.nprobe,
-      hnsw_m=FLAGS.hnsw_m, ef_search=FLAGS.ef_search)
-  result = mine_files.mine_files(
-      FLAGS.output, FLAGS.source, FLAGS.target, FLAGS.source_embeddings,
-      FLAGS.target_embeddings, FLAGS.model, FLAGS.batch_size,
-      FLAGS.overwrite, FLAGS.progress, k=FLAGS.k, margin=FLAGS.margin,
-      mode=FLAGS.mode, threshold=FLAGS.threshold, config=config,
-      query_shard_size=FLAGS.shard_size,
-      key_shard_size=FLAGS.index_shard_size,
-      recall_sample=FLAGS.recall_sample)
+  if FLAGS.dask_workers < 0:
+    raise ValueError("--dask_workers must be 0 or more, got "
+                     f"{FLAGS.dask_workers}.")
+  if FLAGS.dask_workers and FLAGS.dask_address:
+    raise ValueError("Give --dask_workers (a local cluster) or "
+                     "--dask_address (a running one), not both.")
+  result = _mine(_dask_client())
   recall = result["recall"]
   if recall:
     print(f"{FLAGS.index} index against exact search on "
@@ -109,3 +108,34 @@ def main(argv) -> None:
           f"{recall['top1_agreement']:.4f}")
   print(f"Wrote {FLAGS.output}: {len(result['pairs'])} pairs ({FLAGS.mode} "
         f"mode, {FLAGS.margin} margin, k={FLAGS.k}).")
+
+
+def _dask_client():
+  """What opens the Dask client the search runs on (--dask_workers,
+  --dask_address): a context manager factory, entered once the inputs are
+  checked; None to search in this process."""
+  # pylint: disable=g-import-not-at-top
+  if FLAGS.dask_workers:
+    from cmlm.inference import dask_mining
+    return lambda: dask_mining.local_client(FLAGS.dask_workers)
+  if FLAGS.dask_address:
+    from dask import distributed
+    return lambda: distributed.Client(FLAGS.dask_address)
+  return None
+
+
+def _mine(open_client):
+  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import mine_files
+  from cmlm.inference import nearest_neighbours
+  config = nearest_neighbours.IndexConfig(
+      FLAGS.index, nlist=FLAGS.nlist, nprobe=FLAGS.nprobe,
+      hnsw_m=FLAGS.hnsw_m, ef_search=FLAGS.ef_search)
+  return mine_files.mine_files(
+      FLAGS.output, FLAGS.source, FLAGS.target, FLAGS.source_embeddings,
+      FLAGS.target_embeddings, FLAGS.model, FLAGS.batch_size,
+      FLAGS.overwrite, FLAGS.progress, k=FLAGS.k, margin=FLAGS.margin,
+      mode=FLAGS.mode, threshold=FLAGS.threshold, config=config,
+      query_shard_size=FLAGS.shard_size,
+      key_shard_size=FLAGS.index_shard_size,
+      recall_sample=FLAGS.recall_sample, open_client=open_client)
