@@ -164,6 +164,8 @@ def main(argv=None):
                                      argv=argv)
   report = {key: facts[key] for key in unit_provenance.FIELDS
             if key not in ("arm", "seed")}
+  report["command"] = unit_provenance.without_local_paths(
+      report["command"], ("work_dir", "output"))
   report.update(dim=args.dim, clusters=args.clusters, spread=args.spread,
                 k=args.k,
                 shard_size=args.shard_size, nprobe=args.nprobe, results={})

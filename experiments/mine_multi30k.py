@@ -156,29 +156,45 @@ def scores(pairs, gold):
           for key, value in found.items()}
 
 
+def mined_pairs(forward, backward, margin, mode):
+  """`bitext_mining.mine`'s pairs from neighbourhoods found once."""
+  forward_best = bitext_mining.best_candidates(
+      forward, bitext_mining.margin_scores(forward, backward.means, margin))
+  backward_best = bitext_mining.best_candidates(
+      backward, bitext_mining.margin_scores(backward, forward.means, margin))
+  return bitext_mining.select_pairs(*forward_best, *backward_best, mode)
+
+
 def measure(english, german, gold, k):
   """F1 at the oracle threshold per mode and margin; the approximate
-  indexes' recall and agreement with the exact index's pairs."""
+  indexes' recall of the exact neighbours (every English sentence) and
+  agreement with the exact index's pairs (max mode, ratio margin)."""
+  exact = bitext_mining.neighbourhoods_both_ways(
+      english, german, k, nearest_neighbours.IndexConfig())
   results = {}
   for margin in bitext_mining.MARGINS:
     for mode in bitext_mining.MODES:
-      pairs = bitext_mining.mine(english, german, k, margin, mode)["pairs"]
-      results[f"{mode}/{margin}"] = scores(pairs, gold)
+      results[f"{mode}/{margin}"] = scores(
+          mined_pairs(*exact, margin, mode), gold)
       print(f"{mode:>12} {margin:>8}: {results[f'{mode}/{margin}']}",
             flush=True)
-  exact_pairs = {(i, j) for i, j, _ in bitext_mining.mine(
-      english, german, k)["pairs"].as_tuples()}
+  exact_pairs = {(i, j) for i, j, _ in mined_pairs(
+      *exact, "ratio", "max").as_tuples()}
   approximate = {}
   for name, config in APPROXIMATE.items():
-    mined = bitext_mining.mine(english, german, k, config=config,
-                               recall_sample=len(english))
-    found = {(i, j) for i, j, _ in mined["pairs"].as_tuples()}
+    found = bitext_mining.neighbourhoods_both_ways(english, german, k, config)
+    pairs = mined_pairs(*found, "ratio", "max")
+    recall = np.mean([len(set(a) & set(e)) / k for a, e in
+                      zip(found[0].indices, exact[0].indices)])
     approximate[name] = {
-        "config": {key: value for key, value in vars(config).items()},
-        "neighbour_recall": mined["recall"],
-        "pairs_agreement": round(len(found & exact_pairs) /
+        "config": dict(vars(config)),
+        "neighbour_recall_at_k": round(float(recall), 4),
+        "top1_agreement": round(float(np.mean(
+            found[0].indices[:, 0] == exact[0].indices[:, 0])), 4),
+        "pairs_agreement": round(len(
+            {(i, j) for i, j, _ in pairs.as_tuples()} & exact_pairs) /
                                  max(len(exact_pairs), 1), 4),
-        "max/ratio": scores(mined["pairs"], gold)}
+        "max/ratio": scores(pairs, gold)}
     print(f"{name}: {approximate[name]}", flush=True)
   return results, approximate
 
@@ -199,6 +215,9 @@ def main(argv=None):
   results, approximate = measure(x, y, gold, args.k)
   report = {key: facts[key] for key in unit_provenance.FIELDS
             if key not in ("arm",)}
+  report["command"] = unit_provenance.without_local_paths(
+      report["command"], ("data_dir", "work_dir", "output") +
+      (("model",) if args.model != "train" else ()))
   report.update({
       "model": ("cmlm/tiny encoder, bitext retrieval alone, "
                 f"{args.steps} steps on Debian Reference + GLib/GTK en-de"
