@@ -31,6 +31,9 @@ Commands:
           SentEval transfer, Tatoeba) from their sources into eval's
           --data_dir layout, with checksums and each license shown
           (evaluation/benchmark_fetch.py)
+  mine    mine parallel sentences from two corpora (sentences or
+          embeddings) with the margin criterion on FAISS: exact, IVF or
+          HNSW, by shards (inference/bitext_mining.py)
 
 Projects (projects/<name>/) add commands of their own; they are listed
 below this text in `python -m cmlm --help`.

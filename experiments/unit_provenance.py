@@ -26,7 +26,7 @@ import os
 import platform
 import subprocess
 import sys
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Sequence
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The folders whose code (and shipped data) a unit's numbers depend on:
@@ -127,6 +127,24 @@ def provenance(arm: str, seed: int, root: Optional[str] = None,
           # The interpreter by name: a results file names no local path.
           "command": " ".join(["python"] + list(
               sys.argv if argv is None else argv))}
+
+
+def without_local_paths(command: str, flags: Sequence[str]) -> str:
+  """`command` with the value of each `--FLAG=value` of `flags` written as
+  FLAG (upper case): a results file names no folder of the machine it ran
+  on (`--data_dir=/data/x` and `--data_dir /data/x` become
+  `--data_dir=DATA_DIR` and `--data_dir DATA_DIR`)."""
+  words, hide_next = [], None
+  for word in command.split(" "):
+    name = word[2:].split("=", 1)[0] if word.startswith("--") else None
+    if hide_next:
+      word, hide_next = hide_next.upper(), None
+    elif name in flags and "=" in word:
+      word = f"--{name}={name.upper()}"
+    elif name in flags:
+      hide_next = name  # `--flag value`
+    words.append(word)
+  return " ".join(words)
 
 
 def code_commits(units: Mapping[str, Mapping]) -> dict:

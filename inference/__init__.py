@@ -25,4 +25,9 @@ measures), above training (whose runs it reads):
   embedding_outputs encode's writers: .npy, .jsonl, .parquet
   encode_files      `python -m cmlm encode`: sentences -> embeddings
   progress          the progress line of long encodings
+  nearest_neighbours  k nearest neighbours on FAISS (flat, IVF, HNSW), by
+                    shards, memory-mapped; recall against exact search
+  bitext_mining     the margin criterion and LASER's candidate modes
+  mine_files        `python -m cmlm mine`: two corpora -> mined pairs (TSV)
+  dask_mining       mining's search shards on a dask.distributed cluster
 """

@@ -22,6 +22,7 @@ COMMANDS: Dict[str, str] = {
     "eval": "cmlm.commands.eval",
     "fetch": "cmlm.commands.fetch",
     "prepare": "cmlm.commands.prepare",
+    "mine": "cmlm.commands.mine",
 }
 CORE_COMMANDS = tuple(COMMANDS)
 

@@ -52,6 +52,11 @@ FLAGS_OF = {
                 "document_unit", "split", "heldout_percent", "num_shards",
                 "seed", "runner", "direct_num_workers", "dask_workers",
                 "overwrite"},
+    "mine": {"source", "target", "source_embeddings", "target_embeddings",
+             "model", "batch_size", "output", "overwrite", "k", "margin",
+             "mode", "threshold", "index", "nlist", "nprobe", "hnsw_m",
+             "ef_search", "recall_sample", "shard_size", "index_shard_size",
+             "dask_workers", "dask_address", "progress"},
 }
 
 
