@@ -16,6 +16,7 @@ import fcntl
 import os
 import pickle
 import shutil
+import time
 import traceback
 
 import pytest
@@ -23,6 +24,8 @@ import pytest
 from cmlm.data_pipelines import atomic_file
 
 BUILT, SKIPPED, FAILED = "built", "skipped", "failed"
+# Longer than any build takes on a loaded machine.
+WAIT_SECONDS = 1800
 
 
 # A test session started by a test (tests/test_projects_removable.py runs
@@ -51,7 +54,7 @@ def build_once(tmp_path_factory, name: str, build):
   directory = os.path.join(root, name)
   record = os.path.join(root, f"{name}.outcome")
   with open(os.path.join(root, f"{name}.lock"), "w") as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed, or at death
+    _wait_for(lock, name)  # released when closed, or at the holder's death
     if os.path.exists(record):
       with open(record, "rb") as f:
         outcome, value = pickle.load(f)
@@ -75,6 +78,21 @@ def build_once(tmp_path_factory, name: str, build):
     pytest.fail(f"The shared build {name!r} failed in another pytest "
                 f"worker:\n{value}", pytrace=False)
   return value
+
+
+def _wait_for(lock, name: str) -> None:
+  """Takes `lock` (exclusive), or fails after WAIT_SECONDS: a build that
+  never ends fails its users rather than hanging the session."""
+  deadline = time.monotonic() + WAIT_SECONDS
+  while True:
+    try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      return
+    except BlockingIOError:
+      if time.monotonic() > deadline:
+        pytest.fail(f"Waited {WAIT_SECONDS} s for another pytest worker "
+                    f"to build {name!r}.", pytrace=False)
+      time.sleep(0.5)
 
 
 def encoder_held_in_memory(model_dir: str, weights: str):

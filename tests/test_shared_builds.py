@@ -81,6 +81,20 @@ def test_a_builder_that_died_is_built_again_from_a_clean_folder(
   assert seen == []
 
 
+def test_a_build_that_never_ends_fails_its_waiters(tmp_path_factory,
+                                                   monkeypatch):
+  """A waiter gives up after WAIT_SECONDS, naming the build, rather than
+  hanging the session (here the lock is held by another open file)."""
+  import fcntl  # pylint: disable=g-import-not-at-top
+  name = _name()
+  monkeypatch.setattr(shared_builds, "WAIT_SECONDS", 1)
+  root = shared_builds.shared_root(tmp_path_factory)
+  with open(os.path.join(root, f"{name}.lock"), "w") as holder:
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    with pytest.raises(pytest.fail.Exception, match=f"build {name!r}"):
+      shared_builds.build_once(tmp_path_factory, name, _never)
+
+
 def test_a_later_worker_s_encoder_embeds_as_the_trained_one(tiny_run):
   """The encoder another worker rebuilds from the weights saved when the
   tiny run trained gives the embeddings of the encoder training returned."""
