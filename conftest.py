@@ -4,6 +4,9 @@ two logical CPUs for strategies.
 The CPU is split into two logical devices before TensorFlow runs anything, so
 tests can compare MirroredStrategy over two replicas with one device.
 """
+import os
+import types
+
 import cmlm  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
@@ -32,20 +35,47 @@ def two_cpu_strategies():
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
   """A real 4-step cmlm/tiny run (tests/helpers.tiny_run_params), trained
-  once per session: (model_dir, TrainResult). Read it; never write in it."""
+  once per test session, for every pytest worker (tests/shared_builds.py):
+  (model_dir, TrainResult). Read it; never write in it.
+
+  In a worker that did not train it, the TrainResult's `model` holds only
+  the `encoder` (what the tests compare with), rebuilt from the weights the
+  training process held in memory when training returned (saved apart from
+  the run's checkpoints), and `trainer` and `progress` are None.
+  """
   from tests import helpers  # pylint: disable=g-import-not-at-top
+  from tests import shared_builds  # pylint: disable=g-import-not-at-top
   from cmlm.training import train  # pylint: disable=g-import-not-at-top
-  model_dir = str(tmp_path_factory.mktemp("tiny_run"))
-  return model_dir, train.run(helpers.tiny_run_params(4), model_dir)
+  trained = []
+
+  def build(directory):
+    model_dir = os.path.join(directory, "run")
+    trained.append(train.run(helpers.tiny_run_params(4), model_dir))
+    trained[0].model.encoder.save_weights(
+        os.path.join(directory, "in_memory", "encoder"))
+    return model_dir
+
+  model_dir = shared_builds.build_once(tmp_path_factory, "tiny_run", build)
+  if trained:
+    return model_dir, trained[0]
+  encoder = shared_builds.encoder_held_in_memory(
+      model_dir, os.path.join(os.path.dirname(model_dir), "in_memory",
+                              "encoder"))
+  return model_dir, train.TrainResult(types.SimpleNamespace(encoder=encoder),
+                                      trainer=None, progress=None)
 
 
 @pytest.fixture(scope="session")
 def tiny_export(tiny_run, tmp_path_factory):
-  """`tiny_run` exported once per session (with the `.mlm` subobject):
-  the `export.exporter.ExportResult`."""
+  """`tiny_run` exported once per test session (with the `.mlm`
+  subobject), for every pytest worker: the `export.exporter.ExportResult`.
+  Read it; never write in it."""
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
-  export_dir = str(tmp_path_factory.mktemp("tiny_export") / "export")
-  return exporter.export_run(tiny_run[0], export_dir, export_mlm=True)
+  from tests import shared_builds  # pylint: disable=g-import-not-at-top
+  return shared_builds.build_once(
+      tmp_path_factory, "tiny_export",
+      lambda directory: exporter.export_run(
+          tiny_run[0], os.path.join(directory, "export"), export_mlm=True))
 
 
 @pytest.fixture(scope="session")
@@ -59,30 +89,39 @@ def tiny(tiny_run, tiny_export):
 @pytest.fixture(scope="session")
 def minilm(tmp_path_factory):
   """all-MiniLM-L6-v2 as sentence-transformers runs it and as the garden
-  imports and exports it, once per session
+  imports and exports it (once per test session, for every pytest worker)
   (tests/export/export_helpers.MiniLM); skipped, saying why, without the
   test requirements."""
+  from tests import shared_builds  # pylint: disable=g-import-not-at-top
   from tests.export import export_helpers  # pylint: disable=g-import-not-at-top
-  return export_helpers.minilm_export(str(tmp_path_factory.mktemp("minilm")))
+  peer, source_dir = export_helpers.load_sentence_transformer()
+  imported, exported = shared_builds.build_once(
+      tmp_path_factory, "minilm",
+      lambda directory: export_helpers.minilm_export(source_dir, directory))
+  return export_helpers.MiniLM(peer, source_dir, imported, exported)
 
 
 @pytest.fixture(scope="session")
 def installed_garden(tmp_path_factory):
   """The garden's wheel, built offline and installed into a directory once
-  per session (tests/helpers.install_wheel): that directory, for
-  PYTHONPATH. Read it; never write in it."""
+  per test session, for every pytest worker (tests/helpers.install_wheel):
+  that directory, for PYTHONPATH. Read it; never write in it."""
   from tests import helpers  # pylint: disable=g-import-not-at-top
-  return helpers.install_wheel(str(tmp_path_factory.mktemp("wheel")))
+  from tests import shared_builds  # pylint: disable=g-import-not-at-top
+  return shared_builds.build_once(tmp_path_factory, "wheel",
+                                  helpers.install_wheel)
 
 
 @pytest.fixture(scope="session")
 def tiny_artifacts_export(tiny_run, tmp_path_factory):
-  """`tiny_run` exported once per session with the TFLite and ONNX
-  artifacts and the sentence-transformers folder
+  """`tiny_run` exported once per test session, for every pytest worker,
+  with the TFLite and ONNX artifacts and the sentence-transformers folder
   (`--formats=saved_model,tflite,onnx,sentence_transformers`): the
-  ExportResult."""
+  ExportResult. Read it; never write in it."""
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
-  export_dir = str(tmp_path_factory.mktemp("tiny_artifacts") / "export")
-  return exporter.export_run(tiny_run[0], export_dir,
-                             formats=("saved_model", "tflite", "onnx",
-                                      "sentence_transformers"))
+  from tests import shared_builds  # pylint: disable=g-import-not-at-top
+  return shared_builds.build_once(
+      tmp_path_factory, "tiny_artifacts_export",
+      lambda directory: exporter.export_run(
+          tiny_run[0], os.path.join(directory, "export"),
+          formats=("saved_model", "tflite", "onnx", "sentence_transformers")))

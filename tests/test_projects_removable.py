@@ -21,6 +21,7 @@ import pytest
 
 from cmlm import layering
 from tests import helpers
+from tests import shared_builds
 
 REPO_ROOT = helpers.REPO_ROOT
 # The core's layers (cmlm/layering.py), less the projects.
@@ -73,6 +74,7 @@ import importlib, json, os, sys
 import cmlm
 from cmlm import registry_imports  # the registry, without its project lines
 from tests import helpers
+from tests import shared_builds
 root = os.getcwd()
 modules = []
 for layer in sys.argv[1:]:
@@ -151,14 +153,19 @@ def test_the_selection_finds_the_tests_that_read_a_registry():
 
 
 @pytest.mark.slow
-def test_the_core_stands_with_every_project_deleted(tmp_path):
+def test_the_core_stands_with_every_project_deleted(tmp_path,
+                                                   tmp_path_factory):
   """In a copy without the projects: the command line lists and helps every
   core command; every module of the core imports and the registries hold the
   core's names; the road of the README (train, export, encode) runs through
   the registry; and the core's tests that read a registry's contents
   (`core_tests_reading_the_registries`) pass. The core's other tests run
   the same code with or without the projects' folders: no core module
-  imports a project (tests/test_layering.py)."""
+  imports a project (tests/test_layering.py).
+
+  Those tests take this session's tiny run and exports
+  (tests/shared_builds.py) rather than building their own: the copy trains
+  and exports itself on the README's road above."""
   root = garden_without_projects(str(tmp_path))
   assert os.listdir(os.path.join(root, "projects")) == ["__init__.py"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -207,6 +214,8 @@ def test_the_core_stands_with_every_project_deleted(tmp_path):
 
   selected = core_tests_reading_the_registries(root)
   assert os.path.join("tests", "cmlm", "test_cli.py") in selected
+  env[shared_builds.ROOT_VARIABLE] = shared_builds.shared_root(
+      tmp_path_factory)
   tests = run("-m", "pytest", "-q", "-x", "-m", "not slow",
               "-p", "no:cacheprovider", "-p", "no:xdist", *selected,
               timeout=1800)

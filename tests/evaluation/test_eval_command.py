@@ -1,7 +1,7 @@
-"""`python -m cmlm eval` end to end on a tiny trained run."""
+"""`python -m cmlm eval` end to end on a tiny trained run (the session's
+`tiny`, conftest.py: read, never written; the report goes to tmp_path)."""
 import json
 import os
-import types
 
 import numpy as np
 import pytest
@@ -9,26 +9,11 @@ import pytest
 import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from cmlm.training import train
-from cmlm.data_pipelines import tokenization
 from cmlm.evaluation import encoders
 from tests.helpers import SHARED_EVAL_DATA as DEFAULT_DATA_DIR
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-  """tests/export/export_helpers' tiny run, trained for 3 steps (not exported)."""
-  model_dir = str(tmp_path_factory.mktemp("tiny_eval") / "model")
-  params = export_helpers.tiny_params()
-  model = train.run(params, model_dir).model
-  data = params.task.tokenization  # what the run was trained on
-  tokenizer = tokenization.WordPieceTokenizer(
-      data.vocab_file, data.seq_length, lower_case=data.lower_case)
-  return types.SimpleNamespace(model_dir=model_dir, model=model,
-                               tokenizer=tokenizer)
 
 
 @pytest.mark.skipif(not os.path.isdir(DEFAULT_DATA_DIR),

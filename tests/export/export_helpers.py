@@ -138,13 +138,13 @@ def load_sentence_transformer():
   return package.load_model(device="cpu"), str(package.get_model_path())
 
 
-def minilm_export(root: str) -> MiniLM:
-  """The packaged all-MiniLM-L6-v2 imported into `root`/run and exported
-  into `root`/export (conftest.py's session fixture `minilm`)."""
+def minilm_export(source_dir: str, root: str):
+  """The packaged all-MiniLM-L6-v2 in `source_dir` imported into `root`/run
+  and exported into `root`/export (conftest.py's session fixture `minilm`):
+  (the import's result, the ExportResult)."""
   from cmlm.experiments import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import import_run  # pylint: disable=g-import-not-at-top
-  peer, source_dir = load_sentence_transformer()
   imported = import_run.import_model(source_dir, os.path.join(root, "run"))
   exported = exporter.export_run(imported.model_dir,
                                  os.path.join(root, "export"))
-  return MiniLM(peer, source_dir, imported, exported)
+  return imported, exported
