@@ -168,8 +168,8 @@ def test_each_figure_file_carries_its_provenance():
   for path in sorted(paths):
     result = figures.load(path)
     cpu = result["cpu"]
-    flags = cpu.get("flags") if isinstance(cpu, dict) else result.get(
-        "cpu_flags")
+    flags = cpu.get("flags") if isinstance(cpu, dict) else (
+        result.get("cpu_flags") or result.get("isa"))  # unit_provenance's
     cores = cpu.get("cores") if isinstance(cpu, dict) else result.get(
         "cores")
     for name, value in (("command", result.get("command")),
@@ -177,7 +177,8 @@ def test_each_figure_file_carries_its_provenance():
                         ("cpu", cpu), ("cpu flags", flags),
                         ("cores", cores), ("date", result.get("date"))):
       assert value, f"{path} lacks its {name}"
-    assert result.get("load") or "load_before" in result, path
+    assert (result.get("load") or "load_before" in result
+            or "load_1min" in result), path
     assert "../" not in json.dumps(result) and "/work/" not in json.dumps(
         result), f"{path} names a folder outside the repository"
 
