@@ -14,7 +14,8 @@ CONFIGS = os.path.join(cmlm_experiments.REPO_ROOT, "experiments", "configs")
 
 
 @pytest.mark.parametrize("name,yaml_file", [
-    ("cmlm/tiny", "cmlm_tiny.yaml"), ("cmlm/en_base", "cmlm_en_base.yaml")])
+    ("cmlm/tiny", "cmlm_tiny.yaml"), ("cmlm/en_base", "cmlm_en_base.yaml"),
+    ("cmlm/en_workstation", "cmlm_en_workstation.yaml")])
 def test_yaml_files_restate_the_registered_experiments(name, yaml_file):
   registered = exp_factory.get_exp_config(name)
   from_yaml = hyperparams.override_params_dict(
