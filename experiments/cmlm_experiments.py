@@ -14,7 +14,7 @@ for people who prefer to read or copy them).
   beta2 0.999), 10k warm-up steps then linear decay over 1M steps.
 - `cmlm/en_workstation`: en_base's objective (N=15, s1 and s2 consecutive
   sequences, 80/256 of s2 masked) on a BERT small enough for a CPU
-  workstation (4 layers x 256 hidden, 128 tokens, batch 64, 20k steps);
+  workstation (4 layers x 256 hidden, 128 tokens, batch 32, 4k steps);
   its cost beside en_base's: docs/training.md#what-a-recipe-costs.
 - `cmlm/multilingual`, `cmlm/multilingual_cmlm_br`, `cmlm/multilingual_br`:
   section 4's stages (CMLM; CMLM + 0.2 BR; BR alone), chained by
@@ -182,15 +182,15 @@ def cmlm_en_workstation() -> cfg.ExperimentConfig:
   sequences of whole sentences, 80/256 of a full s2 masked); the encoder
   is a small BERT (4 layers, hidden 256, 4 heads: BERT-mini's shape, about
   1/27 of BERT-base's non-embedding weights), sequences of 128 tokens, a
-  global batch of 64 and 20,000 steps (1.28M pairs, against en_base's
-  2.048B), with AdamW at 5e-4. `benchmarks/recipe_cost.py` measures what it
-  costs beside en_base.
+  global batch of 32 and 4,000 steps (128k pairs, against en_base's
+  2.048B), with AdamW at 5e-4: sized to end in an hour or two on 4 to 8
+  CPU cores, which `benchmarks/recipe_cost.py` measures, beside en_base.
   """
   seq_length, num_projections = 128, 15
   data = lambda training: cmlm_dataloader.CmlmDataConfig(
       pair_unit="sequence", max_predictions_per_seq=40, masking_rate=80 / 256,
-      global_batch_size=64, is_training=training)
-  train_steps = 20_000
+      global_batch_size=32, is_training=training)
+  train_steps = 4_000
   params = cmlm_en_base()
   params.task.model.encoder = encoders.BertEncoderConfig(
       vocab_size=30522, hidden_size=256, num_layers=4, num_attention_heads=4,
@@ -201,10 +201,10 @@ def cmlm_en_workstation() -> cfg.ExperimentConfig:
       train_data=data(True), validation_data=data(False))})
   params.trainer = cfg.TrainerConfig(
       train_steps=train_steps, steps_per_loop=100, summary_interval=100,
-      checkpoint_interval=1000, max_to_keep=3, validation_interval=1000,
+      checkpoint_interval=500, max_to_keep=3, validation_interval=500,
       validation_steps=20,
       optimizer_config=_optimization(
-          "adamw", 5e-4, warmup_steps=1000, decay_steps=train_steps,
+          "adamw", 5e-4, warmup_steps=400, decay_steps=train_steps,
           weight_decay_rate=0.01,
           exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED))
   return params
