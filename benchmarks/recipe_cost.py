@@ -176,6 +176,9 @@ def main(argv=None):
   cores = os.cpu_count()
   load_before = round(os.getloadavg()[0], 2)
   started = datetime.datetime.now(datetime.timezone.utc)
+  # The code the train commands load: the checkout as it is at the start.
+  commit, modified = (unit_provenance.head_commit(),
+                      unit_provenance.modified_code())
   recipes = {}
   with tempfile.TemporaryDirectory() as work:
     vocab = padded_vocabulary(work, args.vocab_size)
@@ -186,12 +189,11 @@ def main(argv=None):
         "cmlm/en_base", args.base_batch, args.base_steps,
         args.steps_per_loop, vocab, work)
   load_after = round(os.getloadavg()[0], 2)
-  modified = unit_provenance.modified_code()
   result = {
       "command": " ".join(["python", "benchmarks/recipe_cost.py",
                            *sys.argv[1:]] if argv is None else
                           ["python", "benchmarks/recipe_cost.py", *argv]),
-      "commit": unit_provenance.head_commit(),
+      "commit": commit,
       "code_modified": modified,
       "commit_note": (f"with uncommitted changes to {', '.join(modified)}"
                       if modified else None),
