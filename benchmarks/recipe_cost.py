@@ -19,8 +19,9 @@ the masked-LM softmax are the recipe's size. The corpus is the embedded one.
 Writes `--output` (docs/results/recipe_cost.json) with the command, commit,
 CPU model, ISA flags, cores, date and the 1-minute load before and after;
 `quiet` says whether the load before was low enough for the figures to be
-speed figures (`experiments/figures.py` renders them only then). Prints the
-figures and one JSON line.
+speed figures: `experiments/figures.py` renders them only then, and each
+recipe's `full_run` (the words a page quotes) says its time only then.
+Prints the figures and one JSON line.
 
   python benchmarks/recipe_cost.py [--workstation_steps=200 --base_steps=20
       --base_batch=16 --steps_per_loop=10]
@@ -171,6 +172,20 @@ def measure(experiment, batch, timed_steps, loop, vocab, work) -> dict:
   return row
 
 
+def full_run(row, quiet: bool, cores: int) -> str:
+  """What a page says of a recipe's full run, in words: its projected time
+  from a quiet machine, else that there is none yet."""
+  if not quiet:
+    return "not yet measured on a quiet machine"
+  hours = row["projected_hours"]
+  said = (f"~{hours:,.1f} h" if hours < 48
+          else f"~{hours:,.0f} h, {hours / 24:,.0f} days")
+  said += f" on {cores} CPU cores"
+  if row["extrapolated"]:
+    said += f", extrapolated from batch {row['measured_batch']}"
+  return said
+
+
 def main(argv=None):
   args = parse_args(argv)
   cores = os.cpu_count()
@@ -205,6 +220,8 @@ def main(argv=None):
       "quiet": load_before < quiet_load(cores),
       "quiet_rule": f"1-minute load before below {quiet_load(cores)}",
       "vocab_size": args.vocab_size, "corpus": CORPUS, "recipes": recipes}
+  for row in recipes.values():
+    row["full_run"] = full_run(row, result["quiet"], cores)
   os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
   with atomic_file(args.output) as temporary:
     with open(temporary, "w", encoding="utf-8") as f:
