@@ -1,8 +1,8 @@
 """The README's road, run as written.
 
 The commands are read from the Markdown (README.md's quickstart and its
-"Your own corpus" recipes: cmlm/en_workstation's road, and en_base's
-`train`), run as a user runs them from a checkout, with only tiny overrides
+"Your own corpus" recipe: cmlm/en_workstation's road, and its `train`
+with cmlm/en_base as the README says), run as a user runs them from a checkout, with only tiny overrides
 appended (`--config_file=tiny.yaml`: a small encoder, batches of 4, 2
 steps), on a part of the shipped corpus. A documented command that stops
 working, or a page that drifts from the flags, fails here; so does a recipe
@@ -34,20 +34,23 @@ SENTENCES = ["It is a truth universally acknowledged.",
              "Fellow citizens, I am again called upon."]
 
 
-def markdown_block(path: str, heading: str, language: str,
-                   index: int = 0) -> str:
-  """The first (or `index`th) ```language block under the `## heading` of a
-  Markdown file."""
+def markdown_section(path: str, heading: str) -> str:
+  """The text under the `## heading` of a Markdown file."""
   with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
     text = f.read()
   section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text,
                       re.M | re.S)
   assert section, f"{path} has no '## {heading}' section"
-  blocks = re.findall(rf"^```{language}\n(.*?)^```", section.group(1),
-                      re.M | re.S)
-  assert len(blocks) > index, (
-      f"'## {heading}' of {path} has no {language} block {index}")
-  return blocks[index]
+  return section.group(1)
+
+
+def markdown_block(path: str, heading: str, language: str) -> str:
+  """The first ```language block under the `## heading` of a Markdown
+  file."""
+  block = re.search(rf"^```{language}\n(.*?)^```",
+                    markdown_section(path, heading), re.M | re.S)
+  assert block, f"'## {heading}' of {path} has no {language} block"
+  return block.group(1)
 
 
 def first_block(path: str, language: str) -> str:
@@ -140,11 +143,22 @@ def user_folder(tmp_path):
   return user
 
 
-def own_corpus_commands(index: int = 0):
-  """The commands of the README's "Your own corpus" block `index`: 0 the
-  workstation road, 1 en_base's `train`."""
-  return shell_commands(markdown_block("README.md", "Your own corpus", "sh",
-                                       index))
+def own_corpus_commands():
+  """The commands of the README's "Your own corpus" block: the workstation
+  road."""
+  return shell_commands(markdown_block("README.md", "Your own corpus", "sh"))
+
+
+def en_base_train():
+  """The README's sentence on cmlm/en_base: the road's `train` with the
+  flags it names in place of the workstation's."""
+  said = re.search(r"the same `train` with `(--experiment=cmlm/en_base)\s+"
+                   r"(--config_file=\S+)`",
+                   markdown_section("README.md", "Your own corpus"))
+  assert said, "the README no longer says how to train cmlm/en_base"
+  flags = {flag.split("=")[0]: flag for flag in said.groups()}
+  return [flags.get(arg.split("=")[0], arg)
+          for arg in own_corpus_commands()[1]]
 
 
 @pytest.mark.slow
@@ -188,13 +202,15 @@ def test_the_readme_own_corpus_recipe_runs_as_written(tmp_path):
 
 @pytest.mark.slow
 def test_the_readme_en_base_train_runs_as_written(tmp_path):
-  """The paper's recipe, the README's second block: cmlm/en_base's `train`
-  on the same folder and vocabulary, with the same tiny override."""
+  """The paper's recipe as the README gives it: the road's `train` with
+  cmlm/en_base and its YAML, on the same folder and vocabulary, with the
+  same tiny override."""
   user = user_folder(tmp_path)
   shutil.copy(os.path.join(REPO_ROOT, "data", "vocab_en_uncased.txt"),
               user / "my_vocab.txt")
-  (argv,) = own_corpus_commands(1)
+  argv = en_base_train()
   assert argv[3] == "train" and "--experiment=cmlm/en_base" in argv
+  assert ("--config_file=experiments/configs/cmlm_en_base.yaml") in argv
   run_as_written(argv, user, tiny_config(tmp_path / "tiny.yaml", "cmlm",
                                          max_predictions_per_seq=5))
   with open(user / "runs" / "my_model" / "params.yaml") as f:
