@@ -12,6 +12,10 @@ for people who prefer to read or copy them).
   s2 consecutive sequences of whole sentences up to 256 tokens, 80 masked
   tokens in a full s2, global batch 2048, LAMB at 1e-3 (beta1 0.9,
   beta2 0.999), 10k warm-up steps then linear decay over 1M steps.
+- `cmlm/en_workstation`: en_base's objective (N=15, s1 and s2 consecutive
+  sequences, 80/256 of s2 masked) on a BERT small enough for a CPU
+  workstation (4 layers x 256 hidden, 128 tokens, batch 32, 4k steps);
+  its cost beside en_base's: docs/training.md#what-a-recipe-costs.
 - `cmlm/multilingual`, `cmlm/multilingual_cmlm_br`, `cmlm/multilingual_br`:
   section 4's stages (CMLM; CMLM + 0.2 BR; BR alone), chained by
   `python -m cmlm stages --schedule=s1|s2|s3` (cmlm/stages.py).
@@ -167,6 +171,43 @@ def cmlm_en_base() -> cfg.ExperimentConfig:
               beta_1=0.9, beta_2=0.999, weight_decay_rate=0.01,
               exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED)),
       runtime=_runtime_from_hardware())
+
+
+@exp_factory.register_config_factory("cmlm/en_workstation")
+def cmlm_en_workstation() -> cfg.ExperimentConfig:
+  """en_base's English CMLM, scaled to a CPU workstation (input_path and
+  vocab_file to be given, as for en_base).
+
+  The objective is section 3's (N=15 projections, s1 and s2 consecutive
+  sequences of whole sentences, 80/256 of a full s2 masked); the encoder
+  is a small BERT (4 layers, hidden 256, 4 heads: BERT-mini's shape, about
+  1/27 of BERT-base's non-embedding weights), sequences of 128 tokens, a
+  global batch of 32 and 4,000 steps (128k pairs, against en_base's
+  2.048B), with AdamW at 5e-4: sized to end in an hour or two on 4 to 8
+  CPU cores, which `benchmarks/recipe_cost.py` measures, beside en_base.
+  """
+  seq_length, num_projections = 128, 15
+  data = lambda training: cmlm_dataloader.CmlmDataConfig(
+      pair_unit="sequence", max_predictions_per_seq=40, masking_rate=80 / 256,
+      global_batch_size=32, is_training=training)
+  train_steps = 4_000
+  params = cmlm_en_base()
+  params.task.model.encoder = encoders.BertEncoderConfig(
+      vocab_size=30522, hidden_size=256, num_layers=4, num_attention_heads=4,
+      intermediate_size=1024, max_position_embeddings=seq_length
+      + num_projections)
+  params.task.tokenization.seq_length = seq_length
+  params.task.objectives = ObjectivesConfig({"cmlm": CmlmObjectiveConfig(
+      train_data=data(True), validation_data=data(False))})
+  params.trainer = cfg.TrainerConfig(
+      train_steps=train_steps, steps_per_loop=100, summary_interval=100,
+      checkpoint_interval=500, max_to_keep=3, validation_interval=500,
+      validation_steps=20,
+      optimizer_config=_optimization(
+          "adamw", 5e-4, warmup_steps=400, decay_steps=train_steps,
+          weight_decay_rate=0.01,
+          exclude_from_weight_decay=_WEIGHT_DECAY_EXCLUDED))
+  return params
 
 
 def _multilingual(cmlm_weight: float, bitext_weight: float,

@@ -309,11 +309,42 @@ def render_concurrent(results: Sequence[Mapping]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def _hours(hours: float) -> str:
+  return (f"{hours:,.1f} h" if hours < 48
+          else f"{hours:,.0f} h ({hours / 24:,.0f} days)")
+
+
+def render_recipe_cost(results: Sequence[Mapping]) -> str:
+  """Per recipe: its encoder, batch, steps and pairs, what was measured and
+  at which batch, steps/s and the hours its full step count takes; the
+  speed columns only from a quiet machine (`quiet` in the file), the
+  extrapolated ones said so."""
+  (r,) = results
+  lines = [provenance(r), "",
+           "| experiment | encoder | batch | steps | pairs | measured at "
+           "batch | steps/s | full run |", "|---|---|---|---|---|---|---|---|"]
+  for name, row in r["recipes"].items():
+    measured = f"{row['measured_batch']:,}" + (
+        f", extrapolated linearly to {row['batch']:,}"
+        if row["extrapolated"] else "")
+    speed = (f"{row['steps_per_s']:.3g}", "~" + _hours(row["projected_hours"])
+             ) if r["quiet"] else ("not measured quietly",) * 2
+    lines.append(f"| `{name}` | {row['encoder']} | {row['batch']:,} | "
+                 f"{row['train_steps']:,} | {row['examples']:,} | {measured} "
+                 f"| {speed[0]} | {speed[1]} |")
+  if not r["quiet"]:
+    lines += ["", f"The machine was not quiet ({r['load']}, on "
+              f"{r['cores']} cores; quiet: {r['quiet_rule']}), so these runs "
+              "give no speed figure; `python benchmarks/recipe_cost.py` on a "
+              "quiet machine does."]
+  return "\n".join(lines) + "\n"
+
+
 RENDERERS: Dict[str, Callable[[Sequence[Mapping]], str]] = {
     "speed": render_speed, "demo_time": render_demo_time,
     "demo_figures": render_demo_figures, "test_suite": render_test_suite,
     "dask": render_dask, "soak": render_soak,
-    "concurrent": render_concurrent}
+    "concurrent": render_concurrent, "recipe_cost": render_recipe_cost}
 
 
 def render_inline(value) -> str:

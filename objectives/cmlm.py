@@ -15,6 +15,7 @@ import dataclasses
 import tensorflow as tf
 
 from cmlm.data_pipelines import cmlm_dataloader
+from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import unk_rate
 from cmlm.modeling import model_builder
 from cmlm.modeling.conditional_mlm import conditional_mlm_outputs
@@ -70,9 +71,17 @@ class CmlmObjective(base.MaskedTokenObjective):
   def text_sample(self, data_config, max_sentences):
     if not data_config.input_path:
       return []  # a TFDS source: not read before training
-    return unk_rate.sample_corpus(
+    sentences = unk_rate.sample_corpus(
         data_config.input_path, max_sentences, data_config.split,
         data_config.heldout_percent, data_config.skip_invalid_lines)
+    if not sentences:
+      # Said now, before the run writes anything: the input pipeline would
+      # find it only at the first batch, once the run directory is written.
+      split = data_config.split
+      raise corpus.CorpusError(
+          f"The corpus {data_config.input_path!r} contains no text"
+          + (f" in its {split!r} split." if split != "all" else "."))
+    return sentences
 
   def build_head(self, encoder):
     return model_builder.build_cmlm_head(

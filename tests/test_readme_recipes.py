@@ -1,11 +1,13 @@
 """The README's road, run as written.
 
 The commands are read from the Markdown (README.md's quickstart and its
-"Your own corpus" recipe), run as a user runs them from a checkout, with
-only tiny overrides appended (`--config_file=tiny.yaml`: a small encoder,
-batches of 4, 2 steps), on a part of the shipped corpus. A documented
-command that stops working, or a page that drifts from the flags, fails
-here. A project's recipe is run by a test beside it
+"Your own corpus" recipe: cmlm/en_workstation's road, and its `train`
+with cmlm/en_base as the README says), run as a user runs them from a checkout, with only tiny overrides
+appended (`--config_file=tiny.yaml`: a small encoder, batches of 4, 2
+steps), on a part of the shipped corpus. A documented command that stops
+working, or a page that drifts from the flags, fails here; so does a recipe
+that meets a missing corpus, an empty one or a missing vocabulary with more
+than one line and status 2, or leaves a run directory behind. A project's recipe is run by a test beside it
 (`projects/<name>/tests/`), with the helpers below.
 """
 import contextlib
@@ -14,6 +16,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -31,16 +34,21 @@ SENTENCES = ["It is a truth universally acknowledged.",
              "Fellow citizens, I am again called upon."]
 
 
-def markdown_block(path: str, heading: str, language: str) -> str:
-  """The first ```language block under the `## heading` of a Markdown
-  file."""
+def markdown_section(path: str, heading: str) -> str:
+  """The text under the `## heading` of a Markdown file."""
   with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
     text = f.read()
   section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text,
                       re.M | re.S)
   assert section, f"{path} has no '## {heading}' section"
-  block = re.search(rf"^```{language}\n(.*?)^```", section.group(1),
-                    re.M | re.S)
+  return section.group(1)
+
+
+def markdown_block(path: str, heading: str, language: str) -> str:
+  """The first ```language block under the `## heading` of a Markdown
+  file."""
+  block = re.search(rf"^```{language}\n(.*?)^```",
+                    markdown_section(path, heading), re.M | re.S)
   assert block, f"'## {heading}' of {path} has no {language} block"
   return block.group(1)
 
@@ -117,11 +125,9 @@ def test_the_readme_quickstart_runs_as_written(tiny_export, tmp_path,
   assert -1.0001 <= float(cosine) <= 1.0001
 
 
-@pytest.mark.slow
-def test_the_readme_own_corpus_recipe_runs_as_written(tmp_path):
-  """vocab -> train (cmlm/en_base, its YAML, no --strategy, no vocab_size)
-  -> export -> encode -> eval, from a user's folder beside the checkout's
-  experiments/."""
+def user_folder(tmp_path):
+  """A user's folder beside the checkout's experiments/: my_corpus/ (a part
+  of the shipped corpus), sentences.txt and my_benchmarks/ (STS-B dev)."""
   user = tmp_path / "user"
   (user / "my_corpus").mkdir(parents=True)
   os.symlink(os.path.join(REPO_ROOT, "experiments"), user / "experiments")
@@ -134,11 +140,37 @@ def test_the_readme_own_corpus_recipe_runs_as_written(tmp_path):
   sts.joinpath("sts-dev.csv").write_text("".join(
       f"main-captions\tMSRvid\t2012test\t{i:04d}\t{score:.3f}\t{a}\t{b}\n"
       for i, (score, a, b) in enumerate(STS_PAIRS)))
+  return user
 
-  commands = shell_commands(markdown_block("README.md", "Your own corpus",
-                                           "sh"))
+
+def own_corpus_commands():
+  """The commands of the README's "Your own corpus" block: the workstation
+  road."""
+  return shell_commands(markdown_block("README.md", "Your own corpus", "sh"))
+
+
+def en_base_train():
+  """The README's sentence on cmlm/en_base: the road's `train` with the
+  flags it names in place of the workstation's."""
+  said = re.search(r"the same `train` with `(--experiment=cmlm/en_base)\s+"
+                   r"(--config_file=\S+)`",
+                   markdown_section("README.md", "Your own corpus"))
+  assert said, "the README no longer says how to train cmlm/en_base"
+  flags = {flag.split("=")[0]: flag for flag in said.groups()}
+  return [flags.get(arg.split("=")[0], arg)
+          for arg in own_corpus_commands()[1]]
+
+
+@pytest.mark.slow
+def test_the_readme_own_corpus_recipe_runs_as_written(tmp_path):
+  """vocab -> train (cmlm/en_workstation, its YAML, no --strategy, no
+  vocab_size) -> export -> encode -> eval, from a user's folder beside the
+  checkout's experiments/."""
+  user = user_folder(tmp_path)
+  commands = own_corpus_commands()
   assert [argv[3] for argv in commands] == ["vocab", "train", "export",
                                             "encode", "eval"]
+  assert "--experiment=cmlm/en_workstation" in commands[1]
   outputs = {}
   for argv in commands:
     appended = ()
@@ -154,6 +186,10 @@ def test_the_readme_own_corpus_recipe_runs_as_written(tmp_path):
   assert params["task"]["model"]["encoder"]["vocab_size"] == vocab_size
   assert vocab_size != 30522
   assert params["runtime"]["distribution_strategy"] == "one_device"
+  # en_workstation's schedule (the tiny override shortens the run only).
+  optimizer = params["trainer"]["optimizer_config"]
+  assert optimizer["optimizer"]["type"] == "adamw"
+  assert optimizer["learning_rate"]["polynomial"]["decay_steps"] == 4_000
   assert outputs["train"].splitlines()[0].startswith(
       "Strategy: one_device")
   assert (user / "runs" / "my_model" / "ckpt-2.index").is_file()
@@ -162,3 +198,61 @@ def test_the_readme_own_corpus_recipe_runs_as_written(tmp_path):
   with open(user / "runs" / "eval" / "report.json") as f:
     report = json.load(f)
   assert -100 <= report["tasks"]["sts-b"]["main_score"] <= 100
+
+
+@pytest.mark.slow
+def test_the_readme_en_base_train_runs_as_written(tmp_path):
+  """The paper's recipe as the README gives it: the road's `train` with
+  cmlm/en_base and its YAML, on the same folder and vocabulary, with the
+  same tiny override."""
+  user = user_folder(tmp_path)
+  shutil.copy(os.path.join(REPO_ROOT, "data", "vocab_en_uncased.txt"),
+              user / "my_vocab.txt")
+  argv = en_base_train()
+  assert argv[3] == "train" and "--experiment=cmlm/en_base" in argv
+  assert ("--config_file=experiments/configs/cmlm_en_base.yaml") in argv
+  run_as_written(argv, user, tiny_config(tmp_path / "tiny.yaml", "cmlm",
+                                         max_predictions_per_seq=5))
+  with open(user / "runs" / "my_model" / "params.yaml") as f:
+    params = yaml.safe_load(f)
+  optimizer = params["trainer"]["optimizer_config"]
+  assert optimizer["optimizer"]["type"] == "lamb"
+  assert optimizer["learning_rate"]["polynomial"]["decay_steps"] == 1_000_000
+  assert (user / "runs" / "my_model" / "ckpt-2.index").is_file()
+
+
+@pytest.mark.parametrize("fault,named", [
+    ("no_corpus", "my_corpus/"), ("empty_folder", "my_corpus/"),
+    ("no_text", "my_corpus/"), ("no_vocab", "my_vocab.txt")])
+def test_the_workstation_recipe_refuses_bad_input_in_one_line(
+    fault, named, tmp_path, monkeypatch, capsys):
+  """The README's workstation `train` on a corpus folder that is missing,
+  one with no text file, one whose files hold no text, or a vocabulary that does not exist: one
+  line naming it, status 2, and no run directory."""
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  from cmlm.training import stop_signals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(stop_signals, "watch_for_second_interrupt",
+                      lambda label: None)  # not this test process's business
+  user = user_folder(tmp_path)
+  shutil.copy(os.path.join(REPO_ROOT, "data", "vocab_en_uncased.txt"),
+              user / "my_vocab.txt")
+  if fault == "no_corpus":
+    shutil.rmtree(user / "my_corpus")
+  elif fault == "empty_folder":
+    os.remove(user / "my_corpus" / "chapters.txt")
+  elif fault == "no_text":
+    (user / "my_corpus" / "chapters.txt").write_text("\n\n  \n")
+  else:
+    os.remove(user / "my_vocab.txt")
+  train = own_corpus_commands()[1]
+  assert train[3] == "train"
+  monkeypatch.chdir(user)
+  capsys.readouterr()
+  with pytest.raises(SystemExit) as exited:
+    command_line.main(["cmlm", *train[3:]])
+  errors = [line for line in capsys.readouterr().err.splitlines()
+            if line.strip()]
+  assert exited.value.code == 2
+  assert len(errors) == 1 and errors[0].startswith("cmlm train: error: ")
+  assert named in errors[0]
+  assert not (user / "runs").exists()

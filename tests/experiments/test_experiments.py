@@ -14,7 +14,8 @@ CONFIGS = os.path.join(cmlm_experiments.REPO_ROOT, "experiments", "configs")
 
 
 @pytest.mark.parametrize("name,yaml_file", [
-    ("cmlm/tiny", "cmlm_tiny.yaml"), ("cmlm/en_base", "cmlm_en_base.yaml")])
+    ("cmlm/tiny", "cmlm_tiny.yaml"), ("cmlm/en_base", "cmlm_en_base.yaml"),
+    ("cmlm/en_workstation", "cmlm_en_workstation.yaml")])
 def test_yaml_files_restate_the_registered_experiments(name, yaml_file):
   registered = exp_factory.get_exp_config(name)
   from_yaml = hyperparams.override_params_dict(
@@ -41,6 +42,33 @@ def test_en_base_is_the_papers_recipe():
   assert optimizer.learning_rate.polynomial.decay_steps == 1_000_000
   assert optimizer.learning_rate.polynomial.power == 1.0
   assert optimizer.warmup.linear.warmup_steps == 10_000
+
+
+def test_en_workstation_is_en_base_s_objective_on_a_small_bert():
+  """The workstation recipe changes the scale, not the method: section 3's
+  objective (N, pairs of consecutive sequences, the share of s2 masked,
+  the order swap) with a smaller encoder, batch and step count."""
+  base = exp_factory.get_exp_config("cmlm/en_base")
+  small = exp_factory.get_exp_config("cmlm/en_workstation")
+  assert small.task.model.num_projections == base.task.model.num_projections
+  assert small.task.model.pooling == base.task.model.pooling
+  base_data = base.task.objectives.cmlm.train_data
+  data = small.task.objectives.cmlm.train_data
+  for key in ("pair_unit", "masking_rate", "swap_order_probability"):
+    assert getattr(data, key) == getattr(base_data, key), key
+  seq_length = small.task.tokenization.seq_length
+  # 80 of a full 256-token s2: the same share of a full s2 here.
+  assert data.max_predictions_per_seq == round(seq_length * 80 / 256)
+  encoder = small.task.model.encoder
+  assert encoder.max_position_embeddings >= (
+      seq_length + small.task.model.num_projections)
+  assert encoder.num_layers * encoder.hidden_size ** 2 < (
+      base.task.model.encoder.num_layers
+      * base.task.model.encoder.hidden_size ** 2)
+  pairs = data.global_batch_size * small.trainer.train_steps
+  assert pairs * 1000 < base_data.global_batch_size * base.trainer.train_steps
+  schedule = small.trainer.optimizer_config.learning_rate.polynomial
+  assert schedule.decay_steps == small.trainer.train_steps
 
 
 def test_tiny_vocab_size_matches_the_embedded_vocabulary():

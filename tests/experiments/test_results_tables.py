@@ -254,3 +254,48 @@ def test_the_concurrent_table_shows_each_backend_and_caller_count(tmp_path):
   checked = figures.render_document(rendered, root)
   assert "A check run" in checked
   assert "| onnx_int8 | 8 | - | - | - | - | 0.999990 | 0 |" in checked
+
+
+def test_a_recipe_cost_is_a_speed_figure_only_from_a_quiet_machine():
+  """benchmarks/recipe_cost.py's file renders steps/s and hours only when it
+  says the machine was quiet (and so do the words a page quotes, each
+  recipe's `full_run`); en_base's figures say they are extrapolated."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.spec_from_file_location("recipe_cost", os.path.join(
+      helpers.REPO_ROOT, "benchmarks", "recipe_cost.py"))
+  recipe_cost = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(recipe_cost)
+  recipes = {
+      "cmlm/en_workstation": dict(batch=32, measured_batch=32, steps=4000,
+                                  step_s=1.5),
+      "cmlm/en_base": dict(batch=2048, measured_batch=16, steps=1_000_000,
+                           step_s=2.0)}
+  rows = {}
+  for name, r in recipes.items():
+    step_s = r["step_s"] * r["batch"] / r["measured_batch"]
+    rows[name] = {"encoder": "2 x 16, 8 tokens", "batch": r["batch"],
+                  "train_steps": r["steps"], "measured_batch":
+                  r["measured_batch"], "examples": r["batch"] * r["steps"],
+                  "extrapolated": r["batch"] != r["measured_batch"],
+                  "steps_per_s": 1 / step_s,
+                  "projected_hours": round(step_s * r["steps"] / 3600, 1)}
+  for quiet in (False, True):
+    result = {"command": "python benchmarks/recipe_cost.py", "commit": "abc",
+              "cpu": "Some CPU", "cpu_flags": ["avx2"], "cores": 8,
+              "date": "2026-11-27", "load": "1-minute load 0.2 before",
+              "quiet": quiet, "quiet_rule": "below 1.0",
+              "recipes": json.loads(json.dumps(rows))}
+    for row in result["recipes"].values():
+      row["full_run"] = recipe_cost.full_run(row, quiet, 8)
+    table = figures.render_recipe_cost([result])
+    workstation, base = (result["recipes"][name]["full_run"]
+                         for name in recipes)
+    if quiet:
+      assert "~1.7 h" in table and workstation == "~1.7 h on 8 CPU cores"
+      assert "16, extrapolated linearly to 2,048" in table
+      assert base.endswith("extrapolated from batch 16")
+      assert base.startswith("~71,111 h")
+    else:
+      assert " h " not in table and "~" not in table
+      assert "not measured quietly" in table and "not quiet" in table
+      assert workstation == base == "not yet measured on a quiet machine"
