@@ -58,9 +58,10 @@ def test_encode_takes_any_tf_hub_encoder_and_preprocessor_pair(tmp_path):
       tokenize_with_offsets=False, default_seq_length=16)
   input_path = tmp_path / "sentences.txt"
   input_path.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
-  embeddings = encode_files.encode_file(str(pair), str(input_path),
-                                  str(tmp_path / "bert.npy"),
-                                  normalize=False, show_progress=False)
+  encode_files.encode_file(str(pair), str(input_path),
+                           str(tmp_path / "bert.npy"),
+                           normalize=False, show_progress=False)
+  embeddings = np.load(tmp_path / "bert.npy")
   inputs = tf.saved_model.load(str(pair / "preprocessor"))(
       tf.constant(export_helpers.SENTENCES))
   expected = bert(inputs, training=False)["pooled_output"]
