@@ -47,6 +47,9 @@ _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
                ".tsv": "tsv"}
 # Sentences per list `read_input` gathers them in.
 _READ_CHUNK = 1 << 14
+# Bytes read at a time: their lines are split at once, so this bounds what
+# reading holds besides the chunk of sentences.
+_READ_BYTES = 1 << 16
 
 
 def input_format_of(path: str, input_format: str = "auto") -> str:
@@ -137,7 +140,7 @@ def opened_input(path: str, input_format: str = "auto",
     @contextlib.contextmanager
     def sentences():
       with open_bytes() as f:
-        yield parse(text_lines.iter_lines(_WithoutBom(f),
+        yield parse(text_lines.iter_lines(_WithoutBom(f), _READ_BYTES,
                                           keep_ends=keep_ends))
     yield SentenceFile(name, sentences)
 
