@@ -24,6 +24,7 @@ on disk, none in memory) and are quantized in a second pass.
 import contextlib
 import dataclasses
 import os
+import sys
 import tempfile
 from typing import Iterator, List, Optional, Tuple
 
@@ -107,6 +108,11 @@ def encode_file(model: str, input_path: str, output_path: str,
     postprocess.check_normalize(normalize, embedder.normalizes_in_graph, model)
     postprocess.check_truncate_dim(truncate_dim, embedder.dimension)
     width = truncate_dim or embedder.dimension
+    if show_progress:
+      print(f"Encoding {source.count} sentences of {source.name} with "
+            f"{getattr(embedder, 'backend', 'saved_model')}, batches of "
+            f"{batch_size} ordered by length, {chunk_size} sentences at a "
+            "time.", file=sys.stderr, flush=True)
 
     def floats(sentence_file) -> Iterator[Tuple[List[str], np.ndarray]]:
       """(sentences, truncated and normalised float32 rows), a chunk at a

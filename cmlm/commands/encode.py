@@ -15,6 +15,9 @@ array written is the embedding of sentence i.
 .npy, .jsonl ({"text", "embedding"} a line) or .parquet. Embeddings are
 truncated (--truncate_dim), then L2-normalised (--normalize), then
 quantized (--precision, sentence-transformers' quantize_embeddings).
+A file of any size streams: it is checked and counted in one pass, then
+read, embedded (sentences of about one length batched together) and
+written 32 batches at a time, so memory does not grow with the file.
 """
 from absl import flags
 

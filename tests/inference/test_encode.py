@@ -30,6 +30,7 @@ def test_cli_encode_writes_embeddings_of_every_line(tiny, tmp_path):
       f"--output={output}", "--batch_size=2")
   assert completed.returncode == 0, completed.stderr[-2000:]
   assert "sent/s" in completed.stderr  # the progress line
+  assert "Encoding 5 sentences of" in completed.stderr
   embeddings = np.load(output)
   expected = tiny.in_memory_embeddings(lines)
   expected /= np.linalg.norm(expected, axis=1, keepdims=True)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.inference import embedders
 from cmlm.inference import encode_files
 from cmlm.inference import quantization
 from tests.export import export_helpers
@@ -140,3 +141,33 @@ def test_a_stop_signal_while_writing_leaves_no_file(tiny, tmp_path,
   assert raised.value.signum == signal.SIGTERM
   assert os.listdir(tmp_path) == ["in.txt"]
   assert signal.getsignal(signal.SIGTERM) is not None  # handlers restored
+
+
+def test_chunks_ordered_by_length_embed_as_each_sentence_alone(tiny, tmp_path):
+  """The real model over a file of several chunks, each ordered by length
+  into padded batches: row i is sentence i's embedding as the model gives
+  it alone (no padding at all) and as the whole list in memory."""
+  lines = [s for s in export_helpers.ALL_SENTENCES if len(s) < 1000] * 3
+  source = tmp_path / "in.txt"
+  source.write_bytes("\n".join(line.replace("\r", " ").replace("\n", " ")
+                               for line in lines).encode("utf-8"))
+  lines = [line.replace("\r", " ").replace("\n", " ") for line in lines]
+  for precision in ("float32", "int8", "binary"):
+    encode_files.encode_file(tiny.model_dir, str(source),
+                             str(tmp_path / f"{precision}.npy"), batch_size=2,
+                             chunk_size=5, precision=precision,
+                             show_progress=False)
+  embedder = embedders.load_embedder(tiny.model_dir)
+  alone = export_helpers.unit(np.concatenate([embedder([s]) for s in lines]))
+  np.testing.assert_allclose(np.load(tmp_path / "float32.npy"), alone,
+                             atol=1e-5, rtol=0)
+  in_memory = export_helpers.unit(embedder.embed(lines, 2))
+  np.testing.assert_allclose(np.load(tmp_path / "float32.npy"), in_memory,
+                             atol=1e-5, rtol=0)
+  # Quantized in the stream as the float32 rows written are at once.
+  floats = np.load(tmp_path / "float32.npy")
+  for precision in ("int8", "binary"):
+    expected = quantization.quantize(floats, precision,
+                                     warn_stream=open(os.devnull, "w"))
+    np.testing.assert_array_equal(np.load(tmp_path / f"{precision}.npy"),
+                                  expected)
