@@ -106,8 +106,6 @@ def encode_file(model: str, input_path: str, output_path: str,
         calibration_source = opened(calibration, "auto")
     embedder = embedders.load_embedder(model, checkpoint, backend, quantized)
     postprocess.check_normalize(normalize, embedder.normalizes_in_graph, model)
-    postprocess.check_truncate_dim(truncate_dim, embedder.dimension)
-    width = truncate_dim or embedder.dimension
     if show_progress:
       print(f"Encoding {source.count} sentences of {source.name} with "
             f"{getattr(embedder, 'backend', 'saved_model')}, batches of "
@@ -125,32 +123,43 @@ def encode_file(model: str, input_path: str, output_path: str,
             rows, truncate_dim, normalize)
       progress.close()
 
-    ranges = None
-    if calibration_rows is not None:
+    def calibration_ranges(width: int) -> np.ndarray:
+      """int8/uint8 ranges of `--calibration`, its rows `width` wide."""
+      if calibration_rows is None:
+        return _ranges(precision, (rows for _, rows in floats(
+            calibration_source)))
       if calibration_rows.shape[1] < width:
         raise ValueError(f"--calibration={calibration} holds embeddings of "
                          f"{calibration_rows.shape[1]} dimensions; expected "
                          f"{width} (or the model's full size).")
-      ranges = _ranges(precision, (
+      return _ranges(precision, (
           postprocess.truncate_and_normalize(
               calibration_rows[start:start + chunk_size], width, normalize)
           for start in range(0, len(calibration_rows), chunk_size)))
-    elif calibration_source is not None:
-      ranges = _ranges(precision, (rows for _, rows in floats(
-          calibration_source)))
+
     with embedding_outputs.embedding_writer(output_path, source.count,
                                             output_format) as writer:
-      if precision in ("int8", "uint8") and ranges is None:
+      if precision in ("int8", "uint8") and not calibration:
         chunks = _quantized_from_spool(floats(source), source, chunk_size,
-                                       precision, width, spool_dir)
+                                       precision, spool_dir)
       else:
-        chunks = ((sentences, quantization.quantize(rows, precision, ranges))
-                  for sentences, rows in floats(source))
+        chunks = _quantized(floats(source), precision,
+                            calibration_ranges if calibration else None)
       dtype = None
       for sentences, rows in chunks:
         writer.write(rows, sentences)
         dtype = rows.dtype
   return Written(output_path, dtype, [source.count, int(rows.shape[1])])
+
+
+def _quantized(chunks, precision: str, ranges_of_width=None):
+  """`chunks` of float rows at `precision`; int8/uint8 over the ranges
+  `ranges_of_width(width)` gives once the first chunk says the width."""
+  ranges = None
+  for sentences, rows in chunks:
+    if ranges_of_width is not None and ranges is None:
+      ranges = ranges_of_width(rows.shape[1])
+    yield sentences, quantization.quantize(rows, precision, ranges)
 
 
 def _ranges(precision: str, chunks) -> np.ndarray:
@@ -162,15 +171,17 @@ def _ranges(precision: str, chunks) -> np.ndarray:
 
 
 def _quantized_from_spool(chunks, source, chunk_size: int, precision: str,
-                          width: int, spool_dir: str):
+                          spool_dir: str):
   """int8/uint8 over the ranges of all the rows: the float rows of `chunks`
   kept in an unnamed temporary file (gone when closed or the process ends)
   while the ranges are gathered, then read back and quantized with the
   sentences read again."""
   tracker = quantization.RangeTracker()
   with tempfile.TemporaryFile(dir=spool_dir) as spool:
+    width = None
     for _, rows in chunks:
       tracker.update(rows)
+      width = rows.shape[1]
       spool.write(np.ascontiguousarray(rows, np.float32).tobytes())
     ranges = tracker.ranges(precision)
     spool.seek(0)
