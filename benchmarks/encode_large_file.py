@@ -17,8 +17,12 @@ Measured:
                  lines, taken off: `streaming_sent_per_s` is
                  (lines - batch_size) / (wall - start), and
                  `streaming_vs_in_memory` its ratio to in_memory (the
-                 design's goal: 0.9 or more); `whole_run_sent_per_s` is
-                 lines / wall;
+                 design's goal: 0.9 or more; null when the start is more
+                 than half the wall time); `whole_run_sent_per_s` is
+                 lines / wall; `progress_sent_per_s` the command's own
+                 progress line at the end (from the model loaded to the
+                 last batch: the counting pass and loading left out), and
+                 `progress_vs_in_memory`;
   peak_rss_mb    the `cmlm encode` process's peak resident memory
                  (`os.wait4`'s ru_maxrss of that child alone) at each of
                  `--memory_lines` (default 20000 and --lines): the design's
@@ -40,6 +44,7 @@ import glob
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -171,7 +176,12 @@ def main():
     measured = {n: run_encode(model, files[n], output, args.batch_size)
                 for n in args.memory_lines}
   wall, _, progress_line = measured[args.lines]
-  streaming = (args.lines - args.batch_size) / max(wall - start_s, 1e-9)
+  # None where the start outweighs the file (a small --lines, a noisy
+  # machine): the difference of two wall times then says nothing.
+  streaming = ((args.lines - args.batch_size) / (wall - start_s)
+               if wall > 2 * start_s else None)
+  match = re.search(r"\| (\d+) sent/s", progress_line)
+  progress = float(match.group(1)) if match else None
   results = {
       "command": " ".join(["python"] + sys.argv),
       "commit": unit_provenance.head_commit(),
@@ -188,9 +198,11 @@ def main():
       "in_memory_sent_per_s": round(in_memory, 1),
       "streaming_start_s": round(start_s, 2),
       "streaming_wall_s": round(wall, 2),
-      "streaming_sent_per_s": round(streaming, 1),
+      "streaming_sent_per_s": streaming and round(streaming, 1),
       "whole_run_sent_per_s": round(args.lines / wall, 1),
-      "streaming_vs_in_memory": round(streaming / in_memory, 3),
+      "streaming_vs_in_memory": streaming and round(streaming / in_memory, 3),
+      "progress_sent_per_s": progress,
+      "progress_vs_in_memory": progress and round(progress / in_memory, 3),
       "streaming_progress_line": progress_line,
       "peak_rss_mb": {str(n): measured[n][1] for n in args.memory_lines},
   }
