@@ -91,12 +91,15 @@ def encode_file(model: str, input_path: str, output_path: str,
                      f"nothing with --precision={precision}.")
   output_format = embedding_outputs.check_output(output_path, output_format,
                                                  overwrite)
+  # Temporaries (standard input, int8's float rows) beside the output: the
+  # disk that will hold it, not a memory file system's /tmp. Its directory
+  # is made only once the output is written.
   spool_dir = os.path.dirname(os.path.abspath(output_path))
-  os.makedirs(spool_dir, exist_ok=True)
   with contextlib.ExitStack() as stack:
     def opened(path, fmt):
       return stack.enter_context(text_inputs.opened_input(
-          path, fmt, text_field, column, header, stdin, spool_dir))
+          path, fmt, text_field, column, header, stdin,
+          spool_dir if os.path.isdir(spool_dir) else None))
     source = opened(input_path, input_format)
     calibration_rows = calibration_source = None
     if calibration:

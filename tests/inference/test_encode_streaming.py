@@ -6,6 +6,7 @@ memory is bounded by the chunk, and a failure leaves nothing.
 A fake embedder (a fixed vector per sentence) stands in for the model, so
 equality is exact and the calls can be counted.
 """
+import io
 import json
 import os
 import subprocess
@@ -107,6 +108,22 @@ def test_streamed_output_equals_the_in_memory_encoding(fake, tmp_path,
   assert written.shape == list(in_memory.shape)
   assert written.dtype == in_memory.dtype
   assert sorted(os.listdir(tmp_path)) == sorted(["in.txt", f"out.{extension}"])
+
+
+def test_standard_input_streams_and_a_bad_input_makes_no_directory(
+    fake, tmp_path):
+  sentences = sentences_of(30)
+  stdin = io.BytesIO(("\n".join(sentences) + "\n").encode("utf-8"))
+  encode_files.encode_file("fake", "-", str(tmp_path / "out.npy"),
+                           chunk_size=4, stdin=stdin, show_progress=False)
+  np.testing.assert_array_equal(
+      np.load(tmp_path / "out.npy"), postprocess.truncate_and_normalize(
+          np.stack([sentence_vector(s) for s in sentences]), None, True))
+  with pytest.raises(FileNotFoundError, match="is not a file"):
+    encode_files.encode_file("fake", str(tmp_path / "missing.txt"),
+                             str(tmp_path / "new" / "out.npy"),
+                             show_progress=False)
+  assert sorted(os.listdir(tmp_path)) == ["out.npy"]
 
 
 def test_int8_calibration_from_a_file_or_an_npy_is_read_in_chunks(
@@ -256,3 +273,10 @@ def test_a_killed_encode_leaves_no_output_and_its_temporary_goes_next_time(
   encode_files.encode_file("fake", source, str(tmp_path / "out.npy"),
                            chunk_size=4, show_progress=False)
   assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.npy"]
+
+
+def test_the_command_states_the_chunk_it_holds():
+  from cmlm.commands import encode  # pylint: disable=g-import-not-at-top
+  said = f"{encode_files.CHUNK_BATCHES} batches at a time"
+  assert said in " ".join(encode.FLAGS["batch_size"].help.split())
+  assert said in " ".join(encode.__doc__.split())
