@@ -45,7 +45,12 @@ same precision at that batch size, named in `best_peer`), `stsb_dev`
 st_torch's float32 embeddings), `load_s` and `peak_rss_mb` (the path alone
 in a fresh process, `encode_load_memory.py`: seconds to its first
 embedding, peak resident memory after 512 sentences at batch 256),
-`threads`, `load_before`, `load_after`, `quiet`, `cpu`, `cpu_flags`. On
+`threads`, `load_before`, `load_after`, `quiet`, `cpu`, `cpu_flags`, and
+`gflop_per_s` / `share_of_fp32_limit`: the path's sentences/s times the
+FLOPs a sentence's real tokens take in MiniLM's shape (layers, hidden,
+intermediate, attention's L^2 term), against the CPU's float32 limit
+(`fp32_limit`: cores x lanes x FMA units x 2 x clock, its assumptions
+said; `flop_limit.py`). On
 stderr, what the optimizer fused and where the time of one sentence goes at
 batch 1. A run that starts above `--max_load` (0.5) is refused unless
 `--allow_load` (then `"quiet": false`).
@@ -87,6 +92,7 @@ from cmlm.training import import_run as importer  # noqa: E402
 from cmlm.training import run_dir  # noqa: E402
 
 import encode_peers  # noqa: E402  (this folder)
+import flop_limit  # noqa: E402  (this folder)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # STS-B dev as the garden ships it (data/sts_b_dev/, CC BY-SA 4.0).
@@ -384,6 +390,10 @@ def main():
           "OpenVINO's inference precision: " + ", ".join(
               f"{name} {model.precision}" for name, model in peers.items()
               if hasattr(model, "precision")), file=sys.stderr, flush=True)
+    limit = flop_limit.fp32_limit(threads)
+    shape = run_dir.load_params(os.path.join(work_dir, "run")).task.model.encoder
+    print(f"float32 limit: {limit['gflop_per_s']} GFLOP/s = "
+          f"{limit['assumption']}", file=sys.stderr, flush=True)
     reference = peer.encode(sentences, batch_size=32)
     scores = {name: quality(embed, sentences, gold, reference)
               for name, embed in paths.items()}
@@ -402,6 +412,9 @@ def main():
           time.sleep(1)  # the previous path's threads go idle first
           best[name] = max(best[name], throughput(
               lambda embed=embed: embed(chosen, batch_size), len(chosen)))
+      flops = flop_limit.transformer_flops(
+          garden["garden_tflite"].lengths(chosen), shape.num_layers,
+          shape.hidden_size, shape.intermediate_size)
       best_peer = {
           int8: max((n for n in paths if not n.startswith("garden") and
                      n.endswith("int8") == int8), key=best.get)
@@ -418,6 +431,9 @@ def main():
             "vs_best_peer": round(best[name] / best[best_peer[int8]], 3),
             "best_peer": best_peer[int8],
             "stsb_dev": scores[name][0], "min_cosine": scores[name][1],
+            "gflop_per_s": round(best[name] * flops / 1e9, 2),
+            "share_of_fp32_limit": flop_limit.share(best[name], flops, limit),
+            "fp32_limit": limit,
             "load_s": memory.get(name, {}).get("load_s"),
             "peak_rss_mb": memory.get(name, {}).get("peak_rss_mb"),
             "threads": threads, "load_before": round(load_before, 2),

@@ -27,8 +27,10 @@ def split_lines(data: bytes) -> List[bytes]:
   return data.splitlines()  # bytes: LF, CRLF and CR only
 
 
-def iter_lines(f: BinaryIO, chunk_size: int = _CHUNK_SIZE) -> Iterator[bytes]:
-  """Streams the lines of a binary file object as `split_lines` splits them.
+def iter_lines(f: BinaryIO, chunk_size: int = _CHUNK_SIZE,
+               keep_ends: bool = False) -> Iterator[bytes]:
+  """Streams the lines of a binary file object as `split_lines` splits them
+  (with their line ends if `keep_ends`: what `csv.reader` reads).
 
   Reads `chunk_size` bytes at a time, so a huge file (or one huge line
   without a line end in it) never has to be held in memory more than once.
@@ -43,9 +45,9 @@ def iter_lines(f: BinaryIO, chunk_size: int = _CHUNK_SIZE) -> Iterator[bytes]:
     # yet, or a CR whose LF has not been read.
     pending = b'' if lines[-1].endswith(b'\n') else lines.pop()
     for line in lines:
-      yield line.rstrip(b'\r\n')
+      yield line if keep_ends else line.rstrip(b'\r\n')
   if pending:
-    yield pending.rstrip(b'\r\n')
+    yield pending if keep_ends else pending.rstrip(b'\r\n')
 
 
 def has_visible_text(text: str) -> bool:

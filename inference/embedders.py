@@ -182,8 +182,10 @@ def _artifact_embedder(directory: str, backend: Optional[str],
     model = artifact_runtime.ArtifactModel(directory, quantized)
   except ImportError as error:
     raise ValueError(str(error)) from None
-  return Embedder(model.embed_batch, token_lengths=model.token_lengths,
-                  lengths_take_text=True, keep_alive=model)
+  embedder = Embedder(model.embed_batch, token_lengths=model.token_lengths,
+                      lengths_take_text=True, keep_alive=model)
+  embedder.backend = f"{model.format} {'int8' if quantized else 'float32'}"
+  return embedder
 
 
 def _no_artifacts(backend_name: str, backend: Optional[str],

@@ -42,6 +42,52 @@ def ranges_of(calibration_embeddings: np.ndarray) -> np.ndarray:
                     np.max(calibration_embeddings, axis=0)))
 
 
+class RangeTracker:
+  """Each dimension's minimum and maximum over rows given a chunk at a time:
+  `ranges_of` of all of them, holding `[2, dim]` (so a file of any size
+  calibrates in bounded memory).
+
+  Examples:
+    >>> tracker = RangeTracker()
+    >>> tracker.update(np.array([[0.0, 1.0], [2.0, -1.0]]))
+    >>> tracker.update(np.array([[-3.0, 0.5]]))
+    >>> tracker.ranges("int8").tolist()
+    [[-3.0, -1.0], [2.0, 1.0]]
+  """
+
+  def __init__(self):
+    self.count = 0
+    self._ranges = None  # [2, dim]
+
+  def update(self, rows: np.ndarray) -> None:
+    rows = np.asarray(rows)
+    if not len(rows):
+      return
+    chunk = ranges_of(rows)
+    if self._ranges is None:
+      self._ranges = chunk
+    else:
+      if chunk.shape != self._ranges.shape:
+        raise ValueError(f"Calibration rows of shape {rows.shape} after "
+                         f"rows of {self._ranges.shape[1]} dimensions.")
+      self._ranges = np.vstack((np.minimum(self._ranges[0], chunk[0]),
+                                np.maximum(self._ranges[1], chunk[1])))
+    self.count += len(rows)
+
+  def ranges(self, precision: str, warn_stream=None) -> np.ndarray:
+    """`[2, dim]` of the rows seen, refused for fewer than 2 and warned
+    about for fewer than `FEW_CALIBRATION_ROWS`, as `quantize` does."""
+    if self.count < 2:
+      raise ValueError(f"{precision} ranges cannot be computed from "
+                       f"{self.count} embedding(s); give calibration "
+                       "embeddings or ranges.")
+    if self.count < FEW_CALIBRATION_ROWS:
+      (warn_stream or sys.stderr).write(
+          f"warning: {precision} ranges from only {self.count} embeddings; "
+          f"calibrate on {FEW_CALIBRATION_ROWS} or more for stable buckets.\n")
+    return self._ranges
+
+
 def quantize(embeddings: np.ndarray, precision: str,
              ranges: Optional[np.ndarray] = None,
              calibration_embeddings: Optional[np.ndarray] = None,

@@ -1,9 +1,12 @@
 """The sentences `python -m cmlm encode` reads: text, JSON Lines, CSV, TSV.
 
-    read_input(path, input_format="auto", text_field="text", column=None,
-               header=True) -> List[str]
+    with opened_input(path, input_format="auto", text_field="text",
+                      column=None, header=True) as source:
+      source.count                  # sentences, all checked
+      for sentences in source.chunks(8192): ...   # lists, in file order
+    read_input(path, ...) -> List[str]            # all of them at once
 
-Row i of the embeddings written is sentence i of what this returns:
+Row i of the embeddings written is sentence i of what these give:
 
   * `txt` (any other extension, and stdin by default): one sentence a line,
     empty lines included (`data_pipelines.text_lines`: LF, CRLF, CR);
@@ -15,17 +18,24 @@ Row i of the embeddings written is sentence i of what this returns:
     header name or a 0-based index; with `header` (the default) the first
     row names the columns and is not a sentence.
 
-`path` may be `-`, standard input (read as bytes: UTF-8 whatever the
-locale). Files are UTF-8, a byte order mark is dropped; every error names
-the file and line, and comes before any model is loaded. An input without
-any text (only empty lines, white space or control characters) is refused.
+`opened_input` reads the input twice, holding no more than one chunk of it:
+a first pass checks every line and counts the sentences (so every error
+comes before any model is loaded, and a writer knows the rows to come),
+then `chunks` reads it again. `path` may be `-`, standard input (read as
+bytes: UTF-8 whatever the locale), which is first copied to an unnamed
+temporary file in `spool_dir` so that it can be read twice. Files are
+UTF-8, a byte order mark is dropped; every error names the file and line.
+An input without any text (only empty lines, white space or control
+characters) is refused.
 """
+import contextlib
 import csv
-import io
 import json
 import os
+import shutil
 import sys
-from typing import List, Optional
+import tempfile
+from typing import Callable, ContextManager, Iterator, List, Optional
 
 import tensorflow as tf
 
@@ -35,6 +45,11 @@ FORMATS = ("txt", "jsonl", "csv", "tsv")
 STDIN = "-"
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
                ".tsv": "tsv"}
+# Sentences per list `read_input` gathers them in.
+_READ_CHUNK = 1 << 14
+# Bytes read at a time: their lines are split at once, so this bounds what
+# reading holds besides the chunk of sentences.
+_READ_BYTES = 1 << 16
 
 
 def input_format_of(path: str, input_format: str = "auto") -> str:
@@ -47,10 +62,51 @@ def input_format_of(path: str, input_format: str = "auto") -> str:
   return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "txt")
 
 
-def read_input(path: str, input_format: str = "auto", text_field: str = "text",
-               column: Optional[str] = None, header: bool = True,
-               stdin=None) -> List[str]:
-  """The sentences of `path` (see the module docstring), in file order.
+class SentenceFile:
+  """An input checked whole, read again in chunks (see the module docstring).
+
+  Attributes:
+    name: the file, or "standard input".
+    count: how many sentences it holds (row count of the output).
+  """
+
+  def __init__(self, name: str, sentences: Callable[[], ContextManager]):
+    self.name = name
+    self._sentences = sentences  # () -> context of an iterator of str
+    self.count = 0
+    has_text = False
+    with sentences() as all_sentences:
+      for sentence in all_sentences:
+        self.count += 1
+        has_text = has_text or text_lines.has_visible_text(sentence)
+    if not self.count:
+      raise ValueError(f"--input={name} holds no sentence.")
+    if not has_text:
+      raise ValueError(f"--input={name} holds {self.count} sentence(s) but "
+                       "no text: only empty lines, white space or control "
+                       "characters; nothing to embed.")
+
+  def chunks(self, size: int) -> Iterator[List[str]]:
+    """The sentences in file order, `size` at a time (the last fewer)."""
+    if size < 1:
+      raise ValueError(f"chunk size must be 1 or more, got {size}.")
+    with self._sentences() as sentences:
+      chunk = []
+      for sentence in sentences:
+        chunk.append(sentence)
+        if len(chunk) == size:
+          yield chunk
+          chunk = []
+      if chunk:
+        yield chunk
+
+
+@contextlib.contextmanager
+def opened_input(path: str, input_format: str = "auto",
+                 text_field: str = "text", column: Optional[str] = None,
+                 header: bool = True, stdin=None,
+                 spool_dir: Optional[str] = None) -> Iterator[SentenceFile]:
+  """`path` checked whole and counted, as a `SentenceFile`.
 
   Args:
     path: a file, or `-` for standard input.
@@ -61,38 +117,77 @@ def read_input(path: str, input_format: str = "auto", text_field: str = "text",
       left out when rows have one cell.
     header: `csv`/`tsv`: the first row is a header, not a sentence.
     stdin: the binary stream `-` reads (default `sys.stdin.buffer`).
+    spool_dir: where standard input is kept while it is read (an unnamed
+      file, gone when the block ends or the process dies; default: the
+      system's temporary directory).
   """
   if not path:
     raise ValueError("--input is required: a .txt (one sentence a line), "
                      ".jsonl, .csv or .tsv file, or - for standard input.")
   kind = input_format_of(path, input_format)
+  if kind == "jsonl" and not text_field:
+    raise ValueError("--text_field must name the JSON key holding the "
+                     "sentence, e.g. --text_field=text.")
   name = "standard input" if path == STDIN else path
-  data = _read_bytes(path, stdin)
-  if data.startswith(text_lines.UTF8_BOM):
-    data = data[len(text_lines.UTF8_BOM):]
-  if kind == "txt":
-    sentences = _text_lines(data, name)
-  elif kind == "jsonl":
-    sentences = _jsonl(data, name, text_field)
-  else:
-    sentences = _table(data, name, kind, column, header)
-  if not sentences:
-    raise ValueError(f"--input={name} holds no sentence.")
-  if not any(map(text_lines.has_visible_text, sentences)):
-    raise ValueError(f"--input={name} holds {len(sentences)} sentence(s) but "
-                     "no text: only empty lines, white space or control "
-                     "characters; nothing to embed.")
-  return sentences
+  parse = {"txt": lambda lines: _text_lines(lines, name),
+           "jsonl": lambda lines: _jsonl(lines, name, text_field),
+           "csv": lambda lines: _table(lines, name, kind, column, header),
+           "tsv": lambda lines: _table(lines, name, kind, column, header)
+           }[kind]
+  keep_ends = kind in ("csv", "tsv")  # a quoted CSV cell may hold a line end
+  with _reopenable(path, stdin, spool_dir) as open_bytes:
+
+    @contextlib.contextmanager
+    def sentences():
+      with open_bytes() as f:
+        yield parse(text_lines.iter_lines(_WithoutBom(f), _READ_BYTES,
+                                          keep_ends=keep_ends))
+    yield SentenceFile(name, sentences)
 
 
-def _read_bytes(path: str, stdin) -> bytes:
+def read_input(path: str, input_format: str = "auto", text_field: str = "text",
+               column: Optional[str] = None, header: bool = True,
+               stdin=None) -> List[str]:
+  """All the sentences of `path` (see `opened_input`), in file order."""
+  with opened_input(path, input_format, text_field, column, header,
+                    stdin) as source:
+    return [sentence for chunk in source.chunks(_READ_CHUNK)
+            for sentence in chunk]
+
+
+@contextlib.contextmanager
+def _reopenable(path: str, stdin, spool_dir: Optional[str]):
+  """Yields `open_bytes()`: a context of `path`'s binary file object, from
+  its start, as often as asked."""
   if path == STDIN:
     stream = stdin if stdin is not None else sys.stdin.buffer
-    return stream.read()
+    with tempfile.TemporaryFile(dir=spool_dir) as spool:
+      shutil.copyfileobj(stream, spool)
+
+      @contextlib.contextmanager
+      def from_start():
+        spool.seek(0)
+        yield spool
+      yield from_start
+    return
   if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
     raise FileNotFoundError(f"--input={path} is not a file.")
-  with tf.io.gfile.GFile(path, "rb") as f:
-    return f.read()
+  yield lambda: tf.io.gfile.GFile(path, "rb")
+
+
+class _WithoutBom:
+  """A binary file object whose first read drops a UTF-8 byte order mark."""
+
+  def __init__(self, f):
+    self._f, self._first = f, True
+
+  def read(self, size: int = -1) -> bytes:
+    data = self._f.read(size)
+    if self._first:
+      self._first = False
+      if data.startswith(text_lines.UTF8_BOM):
+        data = data[len(text_lines.UTF8_BOM):]
+    return data
 
 
 def _decode(raw: bytes, name: str, number: int) -> str:
@@ -103,17 +198,14 @@ def _decode(raw: bytes, name: str, number: int) -> str:
                      ) from None
 
 
-def _text_lines(data: bytes, name: str) -> List[str]:
-  return [_decode(raw, name, number) for number, raw in
-          enumerate(text_lines.split_lines(data), start=1)]
+def _text_lines(lines: Iterator[bytes], name: str) -> Iterator[str]:
+  for number, raw in enumerate(lines, start=1):
+    yield _decode(raw, name, number)
 
 
-def _jsonl(data: bytes, name: str, text_field: str) -> List[str]:
-  if not text_field:
-    raise ValueError("--text_field must name the JSON key holding the "
-                     "sentence, e.g. --text_field=text.")
-  sentences = []
-  for number, raw in enumerate(text_lines.split_lines(data), start=1):
+def _jsonl(lines: Iterator[bytes], name: str, text_field: str
+           ) -> Iterator[str]:
+  for number, raw in enumerate(lines, start=1):
     line = _decode(raw, name, number)
     if not line.strip():
       continue
@@ -133,24 +225,19 @@ def _jsonl(data: bytes, name: str, text_field: str) -> List[str]:
     if not isinstance(text, str):
       raise ValueError(f"{name}, line {number}: {text_field!r} is "
                        f"{type(text).__name__}, not a string.")
-    sentences.append(text)
-  return sentences
+    yield text
 
 
-def _table(data: bytes, name: str, kind: str, column: Optional[str],
-           header: bool) -> List[str]:
-  try:
-    text = data.decode("utf-8")
-  except UnicodeDecodeError as error:
-    line = data[:error.start].count(b"\n") + 1
-    raise ValueError(f"--input={name} is not UTF-8 text (line {line})."
-                     ) from None
+def _table(lines: Iterator[bytes], name: str, kind: str,
+           column: Optional[str], header: bool) -> Iterator[str]:
+  """The cells of `column`, rows read from lines that keep their ends."""
+  decoded = (_decode(raw, name, number)
+             for number, raw in enumerate(lines, start=1))
   if kind == "csv":
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(decoded, strict=True)
   else:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t",
-                        quoting=csv.QUOTE_NONE)
-  sentences, index = [], None
+    reader = csv.reader(decoded, delimiter="\t", quoting=csv.QUOTE_NONE)
+  index = None
   try:
     for row in reader:
       number = reader.line_num
@@ -163,11 +250,10 @@ def _table(data: bytes, name: str, kind: str, column: Optional[str],
       if index >= len(row):
         raise ValueError(f"{name}, line {number}: {len(row)} cell(s), but "
                          f"column {column or 0} is cell {index + 1}.")
-      sentences.append(row[index])
+      yield row[index]
   except csv.Error as error:
     raise ValueError(f"{name}, line {reader.line_num}: not {kind.upper()} "
                      f"({error}).") from None
-  return sentences
 
 
 def _column_index(first_row: List[str], column: Optional[str], header: bool,

@@ -35,6 +35,8 @@ class Embedder:
       serving model exported with `--normalize`).
     tokenization: a training run's `task.tokenization` (None otherwise).
     checkpoint_path: a training run's checkpoint (None otherwise).
+    backend: what computes the embeddings, in words ("saved_model", or
+      an export's artifact: "tflite float32", "onnx int8").
   """
 
   def __init__(self, embed_batch: Callable[[List[str]], np.ndarray],
@@ -49,6 +51,7 @@ class Embedder:
     self.checkpoint_path = checkpoint_path
     self._keep_alive = keep_alive  # loaded SavedModels: their variables
     self._dimension = None
+    self.backend = "saved_model"
 
   def __call__(self, sentences: Sequence[str]) -> np.ndarray:
     """One batch: float32 `[len(sentences), dim]`."""

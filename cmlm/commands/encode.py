@@ -15,6 +15,9 @@ array written is the embedding of sentence i.
 .npy, .jsonl ({"text", "embedding"} a line) or .parquet. Embeddings are
 truncated (--truncate_dim), then L2-normalised (--normalize), then
 quantized (--precision, sentence-transformers' quantize_embeddings).
+A file of any size streams: it is checked and counted in one pass, then
+read, embedded (sentences of about one length batched together) and
+written 32 batches at a time, so memory does not grow with the file.
 """
 from absl import flags
 
@@ -49,7 +52,10 @@ flags.DEFINE_enum("output_format", "auto", ["auto", "npy", "jsonl",
                                             "parquet"],
                   "How to write --output (auto: from its extension).",
                   flag_values=FLAGS)
-flags.DEFINE_integer("batch_size", 256, "Sentences per batch.",
+flags.DEFINE_integer("batch_size", 256, "Sentences per batch. The input "
+                     "is read, embedded and written 32 batches at a time "
+                     "(sentences of about one length batched together), so "
+                     "memory does not grow with the file.",
                      flag_values=FLAGS)
 flag_parsing.define_backend_flags(
     FLAGS, __name__, ". Not --precision, which quantizes the embeddings written.")
@@ -68,8 +74,11 @@ flags.DEFINE_enum("precision", "float32", ["float32", "int8", "uint8",
 flags.DEFINE_string("calibration", None, "int8/uint8: the embeddings whose "
                     "per-dimension min and max set the buckets: a .npy of "
                     "float embeddings of this model, or a file of sentences "
-                    "(read like --input) to embed (default: the embeddings "
-                    "written).", flag_values=FLAGS)
+                    "(read like --input) to embed; either is read a chunk "
+                    "at a time. Default: the embeddings written, whose float "
+                    "rows then wait in an unnamed temporary file beside "
+                    "--output (4 bytes a dimension a sentence, on disk) and "
+                    "are quantized in a second pass.", flag_values=FLAGS)
 flags.DEFINE_bool("overwrite", False, "Replace --output when it exists.",
                   flag_values=FLAGS)
 
@@ -77,7 +86,7 @@ flags.DEFINE_bool("overwrite", False, "Replace --output when it exists.",
 def main(argv) -> None:
   flag_parsing.parse("encode", __doc__, FLAGS, argv)
   from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
-  embeddings = encode_files.encode_file(
+  written = encode_files.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,
       normalize=FLAGS.normalize, overwrite=FLAGS.overwrite,
       checkpoint=FLAGS.checkpoint, input_format=FLAGS.input_format,
@@ -85,4 +94,4 @@ def main(argv) -> None:
       output_format=FLAGS.output_format, precision=FLAGS.precision,
       truncate_dim=FLAGS.truncate_dim, calibration=FLAGS.calibration,
       backend=FLAGS.backend, quantized=FLAGS.quantized)
-  print(f"Wrote {FLAGS.output}: {embeddings.dtype} {list(embeddings.shape)}")
+  print(f"Wrote {written.path}: {written.dtype} {written.shape}")

@@ -174,10 +174,11 @@ def test_encode_writes_the_int8_artifacts_embeddings(tiny_artifacts_export,
                                                      tmp_path):
   inputs = tmp_path / "in.txt"
   inputs.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
-  written = encode_files.encode_file(
+  encode_files.encode_file(
       tiny_artifacts_export.export_dir, str(inputs),
       str(tmp_path / "out.npy"), backend="tflite", quantized=True,
       show_progress=False)
+  written = np.load(tmp_path / "out.npy")
   expected = artifact_runtime.load(
       os.path.join(tiny_artifacts_export.export_dir, "tflite"),
       quantized=True).embed(export_helpers.SENTENCES, normalize=True)

@@ -275,12 +275,13 @@ def test_a_full_or_read_only_disk_is_one_line_and_publishes_nothing(
           for name in names if name != ".cmlm-export.lock"]
   assert left == []
 
-  def write_half_then_refuse(path, embeddings, sentences):
-    del embeddings, sentences
-    with open(path, "wb") as f:
-      f.write(b"\x93NUMPY half")
-    raise OSError(failure, os.strerror(failure), path)
-  monkeypatch.setattr(embedding_outputs, "_write_npy", write_half_then_refuse)
+  write_rows = embedding_outputs._NpyWriter._append  # pylint: disable=protected-access
+
+  def write_half_then_refuse(writer, embeddings, sentences):
+    write_rows(writer, embeddings[:1], sentences[:1])
+    raise OSError(failure, os.strerror(failure), writer.path)
+  monkeypatch.setattr(embedding_outputs._NpyWriter, "_append",  # pylint: disable=protected-access
+                      write_half_then_refuse)
   source = tmp_path / "in.txt"
   source.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
   out = tmp_path / "out"

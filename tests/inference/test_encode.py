@@ -30,6 +30,7 @@ def test_cli_encode_writes_embeddings_of_every_line(tiny, tmp_path):
       f"--output={output}", "--batch_size=2")
   assert completed.returncode == 0, completed.stderr[-2000:]
   assert "sent/s" in completed.stderr  # the progress line
+  assert "Encoding 5 sentences of" in completed.stderr
   embeddings = np.load(output)
   expected = tiny.in_memory_embeddings(lines)
   expected /= np.linalg.norm(expected, axis=1, keepdims=True)
@@ -58,9 +59,10 @@ def test_encode_takes_any_tf_hub_encoder_and_preprocessor_pair(tmp_path):
       tokenize_with_offsets=False, default_seq_length=16)
   input_path = tmp_path / "sentences.txt"
   input_path.write_text("\n".join(export_helpers.SENTENCES), encoding="utf-8")
-  embeddings = encode_files.encode_file(str(pair), str(input_path),
-                                  str(tmp_path / "bert.npy"),
-                                  normalize=False, show_progress=False)
+  encode_files.encode_file(str(pair), str(input_path),
+                           str(tmp_path / "bert.npy"),
+                           normalize=False, show_progress=False)
+  embeddings = np.load(tmp_path / "bert.npy")
   inputs = tf.saved_model.load(str(pair / "preprocessor"))(
       tf.constant(export_helpers.SENTENCES))
   expected = bert(inputs, training=False)["pooled_output"]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
+from cmlm.inference import embedders
 from cmlm.inference import encode_files
 from cmlm.inference import quantization
 from tests.export import export_helpers
@@ -48,9 +49,13 @@ def test_csv_in_jsonl_out_with_calibration_from_a_file(tiny, tmp_path):
   corpus_lines = SENTENCES + ["the other one", "Mr. Bennet laughed", "rain"]
   corpus.write_text("\n".join(corpus_lines), encoding="utf-8")
   output = str(tmp_path / "out.jsonl")
-  embeddings = encode_files.encode_file(
+  written = encode_files.encode_file(
       tiny.model_dir, str(source), output, column="sentence",
       precision="uint8", calibration=str(corpus), show_progress=False)
+  with open(output, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+  embeddings = np.array([r["embedding"] for r in records])
+  assert (written.dtype, written.shape) == (np.uint8, [3, embeddings.shape[1]])
   calibration = export_helpers.unit(tiny.in_memory_embeddings(corpus_lines))
   # Buckets come from the calibration sentences' embeddings, not these.
   expected = quantization.quantize(export_helpers.unit(tiny.in_memory_embeddings(SENTENCES)),
@@ -61,16 +66,14 @@ def test_csv_in_jsonl_out_with_calibration_from_a_file(tiny, tmp_path):
       export_helpers.unit(tiny.in_memory_embeddings(SENTENCES)), "uint8",
       warn_stream=open(os.devnull, "w"))
   assert np.abs(embeddings.astype(int) - uncalibrated.astype(int)).max() > 1
-  with open(output, encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
   assert [r["text"] for r in records] == SENTENCES
-  np.testing.assert_array_equal([r["embedding"] for r in records], embeddings)
   # The same ranges from a .npy of those embeddings.
   np.save(tmp_path / "calibration.npy", calibration)
-  again = encode_files.encode_file(
+  encode_files.encode_file(
       tiny.model_dir, str(source), str(tmp_path / "again.npy"),
       column="sentence", precision="uint8",
       calibration=str(tmp_path / "calibration.npy"), show_progress=False)
+  again = np.load(tmp_path / "again.npy")
   assert np.abs(again.astype(int) - embeddings.astype(int)).max() <= 1
 
 
@@ -81,8 +84,9 @@ def test_normalize_is_honoured_or_refused_by_model_kind(tiny, tmp_path):
   pair = (f"{tiny.result.export_dir}/encoder,"
           f"{tiny.result.export_dir}/preprocessor")
   for number, model in enumerate([tiny.model_dir, pair]):
-    got = encode_files.encode_file(model, str(source), str(tmp_path / f"{number}.npy"),
+    encode_files.encode_file(model, str(source), str(tmp_path / f"{number}.npy"),
                              normalize=False, show_progress=False)
+    got = np.load(tmp_path / f"{number}.npy")
     np.testing.assert_allclose(got, raw, atol=1e-5, err_msg=model)
   serving = os.path.dirname(tiny.result.serving_dir)
   output = tmp_path / "refused.npy"
@@ -122,13 +126,13 @@ def test_a_stop_signal_while_writing_leaves_no_file(tiny, tmp_path,
   source = tmp_path / "in.txt"
   source.write_text("\n".join(SENTENCES), encoding="utf-8")
 
-  def write_half_then_get_a_signal(path, embeddings, sentences):
-    del embeddings, sentences
-    with open(path, "wb") as f:
-      f.write(b"\x93NUMPY half")
+  write_rows = embedding_outputs._NpyWriter._append  # pylint: disable=protected-access
+
+  def write_half_then_get_a_signal(writer, embeddings, sentences):
+    write_rows(writer, embeddings[:1], sentences[:1])
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(10)  # the handler raises here, at the next line of Python
-  monkeypatch.setattr(embedding_outputs, "_write_npy",
+  monkeypatch.setattr(embedding_outputs._NpyWriter, "_append",  # pylint: disable=protected-access
                       write_half_then_get_a_signal)
   with pytest.raises(stop_signals.Interrupted) as raised:
     with stop_signals.raising_interrupted():
@@ -137,3 +141,33 @@ def test_a_stop_signal_while_writing_leaves_no_file(tiny, tmp_path,
   assert raised.value.signum == signal.SIGTERM
   assert os.listdir(tmp_path) == ["in.txt"]
   assert signal.getsignal(signal.SIGTERM) is not None  # handlers restored
+
+
+def test_chunks_ordered_by_length_embed_as_each_sentence_alone(tiny, tmp_path):
+  """The real model over a file of several chunks, each ordered by length
+  into padded batches: row i is sentence i's embedding as the model gives
+  it alone (no padding at all) and as the whole list in memory."""
+  lines = [s for s in export_helpers.ALL_SENTENCES if len(s) < 1000] * 3
+  source = tmp_path / "in.txt"
+  source.write_bytes("\n".join(line.replace("\r", " ").replace("\n", " ")
+                               for line in lines).encode("utf-8"))
+  lines = [line.replace("\r", " ").replace("\n", " ") for line in lines]
+  for precision in ("float32", "int8", "binary"):
+    encode_files.encode_file(tiny.model_dir, str(source),
+                             str(tmp_path / f"{precision}.npy"), batch_size=2,
+                             chunk_size=5, precision=precision,
+                             show_progress=False)
+  embedder = embedders.load_embedder(tiny.model_dir)
+  alone = export_helpers.unit(np.concatenate([embedder([s]) for s in lines]))
+  np.testing.assert_allclose(np.load(tmp_path / "float32.npy"), alone,
+                             atol=1e-5, rtol=0)
+  in_memory = export_helpers.unit(embedder.embed(lines, 2))
+  np.testing.assert_allclose(np.load(tmp_path / "float32.npy"), in_memory,
+                             atol=1e-5, rtol=0)
+  # Quantized in the stream as the float32 rows written are at once.
+  floats = np.load(tmp_path / "float32.npy")
+  for precision in ("int8", "binary"):
+    expected = quantization.quantize(floats, precision,
+                                     warn_stream=open(os.devnull, "w"))
+    np.testing.assert_array_equal(np.load(tmp_path / f"{precision}.npy"),
+                                  expected)
