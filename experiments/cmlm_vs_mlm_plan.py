@@ -133,7 +133,7 @@ def results_file(arms, results, chosen, units: Mapping[str, Mapping],
   dates = sorted(u["date"][:10] for u in units.values())
   result = {
       "title": title, "claim": CLAIM, "claim_arms": ["CMLM"],
-      "script": "experiments/cmlm_vs_mlm.py",
+      "script": "experiments/cmlm_vs_mlm.py", "units": units_dir,
       "command": " ; ".join(sorted({u["command"] for u in units.values()})),
       "cpu": _machines(units),
       "date": dates[0] if dates[0] == dates[-1] else
