@@ -1,0 +1,102 @@
+"""How long the test suite takes: runs `make test`'s pytest command and
+writes its wall time, its counts and the machine to a results file.
+
+    python benchmarks/test_suite_time.py [--workers=2] \
+        [--results=docs/results/test_suite.json] [-- EXTRA PYTEST ARGS]
+
+The suite's budget is 20 minutes of pytest on a quiet 2-core machine
+(BUILD.md renders the figure from the results file). Run it with nothing
+else running: the load before and after is recorded beside the time, and
+the run is flagged `quiet: false` when the 1-minute load at the start is
+0.5 or more.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from cmlm.experiments import unit_provenance  # noqa: E402
+
+REPO_ROOT = unit_provenance.REPO_ROOT
+QUIET_LOAD = 0.5
+# pytest's last line: "12 failed, 960 passed, 5 skipped in 1234.56s (...)".
+SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
+
+
+def pytest_command(workers: int, extra) -> list:
+  """`make test`'s command (Makefile), with `extra` arguments."""
+  return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+          "-n", str(workers), "--dist", "loadfile", "--durations=30",
+          *extra]
+
+
+def counts(output: str) -> dict:
+  """The counts of pytest's summary line ({} when there is none)."""
+  lines = [l for l in output.splitlines() if " in " in l and "passed" in l]
+  if not lines:
+    return {}
+  return {kind.rstrip("s") if kind.startswith("error") else kind: int(n)
+          for n, kind in SUMMARY.findall(lines[-1])}
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--workers", type=int, default=2)
+  parser.add_argument("--results", default=os.path.join(
+      REPO_ROOT, "docs", "results", "test_suite.json"))
+  parser.add_argument("--log", default=None,
+                      help="also write pytest's output to this file")
+  parser.add_argument("extra", nargs="*", help="more pytest arguments")
+  args = parser.parse_args(argv)
+  if args.workers < 1:
+    parser.error("--workers must be 1 or more.")
+  commit = unit_provenance.head_commit()
+  modified = unit_provenance.modified_code()
+  load_before = round(os.getloadavg()[0], 2)
+  command = pytest_command(args.workers, args.extra)
+  print(f"running {' '.join(command[1:])} (load {load_before})",
+        file=sys.stderr, flush=True)
+  start = time.perf_counter()
+  run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
+                       text=True, check=False)
+  seconds = time.perf_counter() - start
+  output = run.stdout + run.stderr
+  if args.log:
+    with open(args.log, "w", encoding="utf-8") as f:
+      f.write(output)
+  print("\n".join(output.splitlines()[-40:]))
+  result = {
+      "command": " ".join(["python", "benchmarks/test_suite_time.py"]
+                          + (argv if argv is not None else sys.argv[1:])),
+      "commit": commit, "code_modified": modified,
+      "cpu": unit_provenance.cpu_model(),
+      "cpu_flags": [f for f, on in unit_provenance.isa_flags().items() if on],
+      "cores": os.cpu_count(),
+      "date": time.strftime("%Y-%m-%d", time.gmtime()),
+      "load": f"{load_before} at the start, "
+              f"{round(os.getloadavg()[0], 2)} at the end",
+      "quiet": load_before < QUIET_LOAD,
+      "runs": [dict({"command": "make test", "workers": args.workers,
+                     "seconds": round(seconds), "exit_status": run.returncode,
+                     "load": f"{load_before} at the start"},
+                    **counts(output))]}
+  result["runs"][0]["tests"] = sum(
+      result["runs"][0].get(k, 0) for k in ("passed", "failed", "skipped",
+                                             "error"))
+  tmp = args.results + f".tmp-{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    json.dump(result, f, indent=1)
+    f.write("\n")
+  os.replace(tmp, args.results)
+  print(f"{round(seconds)} s, exit status {run.returncode}; wrote "
+        f"{args.results}", file=sys.stderr)
+  return run.returncode
+
+
+if __name__ == "__main__":
+  sys.exit(main())
