@@ -30,9 +30,10 @@ def test_each_results_file_holds_the_comparison_its_per_seed_values_give():
   for key in ("command", "commit", "cpu", "date", "seeds", "arms",
               "per_seed", "provenance"):
     assert result[key], key
-  row = result["comparison"]["CMLM"]["sts-b"]
-  mlm, cmlm = result["per_seed"]["MLM"]["sts-b"], result["per_seed"]["CMLM"][
-      "sts-b"]
+  primary = result["measures"][0]  # sick-r train+trial (primary)
+  row = result["comparison"]["CMLM"][primary]
+  mlm, cmlm = (result["per_seed"]["MLM"][primary],
+               result["per_seed"]["CMLM"][primary])
   by_hand = statistics.t_interval([a - c for a, c in zip(cmlm, mlm)])
   assert row["t_interval"] == pytest.approx(by_hand["interval"])
 
@@ -217,9 +218,10 @@ def test_a_figure_that_drifts_from_its_file_is_caught(tmp_path):
 def test_the_forest_plot_reads_each_claims_t_interval():
   result = evidence_tables.load("docs/results/cmlm_vs_mlm.json")
   rows = plots.forest_data([result])
-  row = next(r for r in rows if r["label"] == "CMLM - MLM, sts-b")
+  primary = result["measures"][0]
+  row = next(r for r in rows if r["label"] == f"CMLM - MLM, {primary}")
   assert row["t_interval"] == pytest.approx(
-      result["comparison"]["CMLM"]["sts-b"]["t_interval"])
+      result["comparison"]["CMLM"][primary]["t_interval"])
   assert row["seeds"] == len(result["seeds"])
 
 
