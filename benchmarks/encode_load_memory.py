@@ -51,18 +51,6 @@ def parse_args():
   return parser.parse_args()
 
 
-def peak_rss_mb():
-  """VmHWM of /proc/self/status in MiB (None where there is no /proc)."""
-  try:
-    with open("/proc/self/status", encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("VmHWM:"):
-          return round(int(line.split()[1]) / 1024, 1)
-  except OSError:
-    pass
-  return None
-
-
 def export_version(work_dir):
   """The published version of the benchmark's export (`current`; a
   re-export of the same step is named `0.1`, not a number)."""
@@ -116,7 +104,7 @@ def main():
   load_s = time.perf_counter() - START
   embed(sentences[:args.sentences_for_peak], args.batch_size)
   print(json.dumps({"path": args.path, "load_s": round(load_s, 2),
-                    "peak_rss_mb": peak_rss_mb()}), flush=True)
+                    "peak_rss_mb": encode_peers.peak_rss_mb()}), flush=True)
 
 
 if __name__ == "__main__":

@@ -216,3 +216,15 @@ def open_peer(name, work_dir, tokenizer, max_length, threads):
     return OpenVinoPeer(path, tokenizer, max_length, threads,
                         precision="f32" if name.endswith("fp32") else None)
   return OrtPeer(path, tokenizer, max_length, threads)
+
+
+def peak_rss_mb():
+  """VmHWM of /proc/self/status in MiB (None where there is no /proc)."""
+  try:
+    with open("/proc/self/status", encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("VmHWM:"):
+          return round(int(line.split()[1]) / 1024, 1)
+  except OSError:
+    pass
+  return None

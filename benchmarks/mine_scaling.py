@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from cmlm.data_pipelines import atomic_file  # noqa: E402
+import encode_peers  # noqa: E402  (this folder; imports no runtime)
 from cmlm.experiments import unit_provenance  # noqa: E402
 from cmlm.inference import bitext_mining  # noqa: E402
 from cmlm.inference import nearest_neighbours  # noqa: E402
@@ -91,17 +92,6 @@ def reset_peak():
     return False
 
 
-def peak_mb():
-  try:
-    with open("/proc/self/status", encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("VmHWM:"):
-          return round(int(line.split()[1]) / 1024, 1)
-  except OSError:
-    pass
-  return None
-
-
 class Stages:
   """Seconds and peak MiB per stage, summed / maxed over calls."""
 
@@ -117,7 +107,8 @@ class Stages:
                                             "peak_rss_mb": None})
     figure["seconds"] = round(figure["seconds"] + seconds, 3)
     if resettable:
-      figure["peak_rss_mb"] = max(figure["peak_rss_mb"] or 0, peak_mb())
+      figure["peak_rss_mb"] = max(figure["peak_rss_mb"] or 0,
+                                  encode_peers.peak_rss_mb())
     return result
 
 
