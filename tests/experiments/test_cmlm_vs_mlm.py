@@ -102,6 +102,16 @@ def test_the_start_is_the_seeds_initialisation_and_reads_with_either_pooling(
     encoders.load_encoder(run, checkpoint, False, pooling="median")
 
 
+# STS-B dev means per arm and pooling (MLM prefers mean, the others max)
+# and a primary measure's, which prefers otherwise.
+SELECTION_MEANS = {"start": {"mean": 40.0, "max": 45.0},
+                   "MLM": {"mean": 60.0, "max": 50.0},
+                   "CMLM": {"mean": 55.0, "max": 58.0}}
+PRIMARY_MEANS = {"start": {"mean": 30.0, "max": 20.0},
+                 "MLM": {"mean": 10.0, "max": 70.0},
+                 "CMLM": {"mean": 90.0, "max": 65.0}}
+
+
 def _units(selection_means, primary):
   """{arm: {seed: measures}} with STS-B dev and one primary measure per
   pooling: `selection_means[arm][pooling]` and `primary[arm][pooling]`,
@@ -124,13 +134,7 @@ def test_each_arm_is_read_with_its_own_pooling_chosen_on_the_selection_set():
   from cmlm.experiments import cmlm_vs_mlm_plan as plan
   from cmlm.experiments import evidence_protocol as protocol
   from cmlm.experiments import evidence_tables
-  selection = {"start": {"mean": 40.0, "max": 45.0},
-               "MLM": {"mean": 60.0, "max": 50.0},
-               "CMLM": {"mean": 55.0, "max": 58.0}}
-  primary = {"start": {"mean": 30.0, "max": 20.0},
-             "MLM": {"mean": 10.0, "max": 70.0},
-             "CMLM": {"mean": 90.0, "max": 65.0}}
-  results = _units(selection, primary)
+  results = _units(SELECTION_MEANS, PRIMARY_MEANS)
   chosen = plan.chosen_poolings(results, ["start", "MLM", "CMLM"])
   assert {a: c["pooling"] for a, c in chosen.items()} == {
       "start": "max", "MLM": "mean", "CMLM": "max"}
@@ -213,13 +217,7 @@ def test_the_check_reads_the_results_file_again_from_its_units(tmp_path):
   from cmlm.experiments import cmlm_vs_mlm_plan as plan
   from cmlm.experiments import evidence_protocol as protocol
   from cmlm.experiments import results_check
-  selection = {"start": {"mean": 40.0, "max": 45.0},
-               "MLM": {"mean": 60.0, "max": 50.0},
-               "CMLM": {"mean": 55.0, "max": 58.0}}
-  primary = {"start": {"mean": 30.0, "max": 20.0},
-             "MLM": {"mean": 10.0, "max": 70.0},
-             "CMLM": {"mean": 90.0, "max": 65.0}}
-  results = _units(selection, primary)
+  results = _units(SELECTION_MEANS, PRIMARY_MEANS)
   store = protocol.UnitStore(str(tmp_path), units_dir=str(tmp_path / "u"))
   for arm, by_seed in results.items():
     for seed, measures in by_seed.items():
