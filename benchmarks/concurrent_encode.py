@@ -45,6 +45,7 @@ import numpy as np  # noqa: E402
 
 from cmlm import SentenceEncoder  # noqa: E402  (Keras 2, then TensorFlow)
 from cmlm.data_pipelines import atomic_file  # noqa: E402
+from cmlm.data_pipelines import corpus  # noqa: E402
 from cmlm.experiments import unit_provenance  # noqa: E402
 
 import soak_faults  # noqa: E402  (this folder: the tests' tiny config)
@@ -115,11 +116,12 @@ def build_export(work_dir: str, minilm: bool) -> str:
 
 
 def corpus_sentences(count: int):
-  """The first `count` lines of data/corpus_en longer than 20 characters."""
-  corpus = os.path.join(REPO, "data", "corpus_en")
+  """The first `count` lines longer than 20 characters of data/corpus_en's
+  text files (`corpus.expand_path_spec`: subfolders in, SOURCE.txt out)."""
   sentences = []
-  for name in sorted(os.listdir(corpus)):
-    with open(os.path.join(corpus, name), encoding="utf-8") as f:
+  for path in corpus.expand_path_spec(os.path.join(REPO, "data",
+                                                   "corpus_en")):
+    with open(path, encoding="utf-8") as f:
       sentences += [line.strip() for line in f if len(line.strip()) > 20]
     if len(sentences) >= count:
       break

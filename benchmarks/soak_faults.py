@@ -1,5 +1,5 @@
 """A soak under faults: train / export --overwrite / encode / eval / import /
-fetch, in cycles, each process at risk of SIGKILL or SIGTERM, on a disk that
+fetch / mine, in cycles, each process at risk of SIGKILL or SIGTERM, on a disk that
 fills and empties.
 
     python benchmarks/soak_faults.py [--minutes=30] [--cycles=N] [--seed=0]
@@ -13,7 +13,8 @@ export, `eval` (an STS-B style file) of the export, `import --overwrite` of
 the export as a run, and `fetch` of two benchmarks (TREC, STS-B) from a
 slow mirror on 127.0.0.1 (`soak_environment.py`) into one `--data_dir`, whose
 published folders are removed before each cycle's fetch (its hidden
-temporaries are not: the next fetch must clear or resume them). The
+temporaries are not: the next fetch must clear or resume them), and `mine`
+of the 200 sentences against themselves reversed with the export. The
 commands are `COMMANDS`: one more is a line there and a `Soak.argv_NAME`
 method. Each process is, with
 `--kill_probability`, sent SIGKILL or SIGTERM (even odds) after a random
@@ -27,7 +28,8 @@ At the end, with no faults: `train` once more (the run must resume and
 reach its step), then each command but `eval` once; every export version
 still published must load and give the embeddings of the checkpoint it
 names (read from the run), the imported run must load and give the
-export's embeddings, the fetched files must be the mirror's, and no
+export's embeddings, the fetched files must be the mirror's, the mined
+pairs must be well formed, and no
 temporary file (of a save, an export, an encode, an import, a fetch: a
 `.part` or a staging folder) nor a lock file may remain. Prints the
 counts as one JSON object: cycles, processes, how each ended (ok, SIGKILL,
@@ -80,8 +82,8 @@ class SoakCommand:
   final: bool = True  # runs once more, without faults, before the checks
 
 
-# The commands of a cycle, in this order. A new one (e.g. `mine`) is a line
-# here, a method `Soak.argv_mine(self, cycle)` returning its arguments after
+# The commands of a cycle, in this order. A new one (e.g. `cluster`) is a
+# line here, a method `Soak.argv_cluster(self, cycle)` returning its arguments after
 # `python -m cmlm`, and, for a check of what it wrote, a few lines in
 # `final_checks`.
 COMMANDS = {
@@ -91,6 +93,7 @@ COMMANDS = {
     "eval": SoakCommand(final=False),
     "import": SoakCommand(),
     "fetch": SoakCommand(),
+    "mine": SoakCommand(),
 }
 # What a save, an export, an encode, an import or a fetch writes under a
 # temporary name, and the lock files of the writers.
@@ -158,13 +161,18 @@ class Soak:
     corpus = os.path.join(REPO, "data", "corpus_en")
     sentences = []
     for name in sorted(os.listdir(corpus)):
-      if name.endswith(".txt") and len(sentences) < 400:
+      if name.endswith(".txt") and name != "SOURCE.txt" and len(
+          sentences) < 400:
         with open(os.path.join(corpus, name), encoding="utf-8") as f:
           sentences += [line.strip() for line in f if len(line.strip()) > 20]
     sentences = sentences[:400]
     self.sentences = os.path.join(self.inputs, "sentences.txt")
     with open(self.sentences, "w", encoding="utf-8") as f:
       f.write("\n".join(sentences[:200]) + "\n")
+    # mine's target side: the same sentences in reverse order.
+    self.reversed_sentences = os.path.join(self.inputs, "reversed.txt")
+    with open(self.reversed_sentences, "w", encoding="utf-8") as f:
+      f.write("\n".join(sentences[:200][::-1]) + "\n")
     self.sts = os.path.join(self.inputs, "sts-dev.csv")
     with open(self.sts, "w", encoding="utf-8") as f:
       for i in range(100):
@@ -216,6 +224,26 @@ class Soak:
     return ["fetch", f"--benchmarks={','.join(soak_environment.BENCHMARKS)}",
             f"--data_dir={self.data_dir}", f"--source_url={urls}",
             "--noprogress"]
+
+  def argv_mine(self, cycle: int):
+    """The sentences mined against themselves reversed, with the export."""
+    del cycle
+    return ["mine", f"--model={self.export_dir}", f"--source={self.sentences}",
+            f"--target={self.reversed_sentences}",
+            f"--output={self.out_dir}/pairs.tsv", "--overwrite",
+            "--noprogress"]
+
+  def mined_pairs(self) -> dict:
+    """What the last `mine` wrote: its pairs, and how many pair a
+    sentence with itself (the target side is the source reversed)."""
+    path = os.path.join(self.out_dir, "pairs.tsv")
+    if not os.path.isfile(path):
+      return {"pairs": 0, "identical": 0, "malformed": 0}
+    with open(path, encoding="utf-8") as f:
+      rows = [line.rstrip("\n").split("\t") for line in f]
+    wellformed = [row for row in rows if len(row) == 3]
+    return {"pairs": len(rows), "malformed": len(rows) - len(wellformed),
+            "identical": sum(row[1] == row[2] for row in wellformed)}
 
   def run(self, name: str, cycle: int, faults: bool = True) -> int:
     """Runs one command, maybe killing it; counts how it ended."""
@@ -434,6 +462,10 @@ def final_checks(soak: Soak, cycle: int) -> dict:
     final["fetched"] = soak.fetched_as_mirrored()
     if set(final["fetched"].values()) != {"equal"}:
       soak.lost.append(dict(check="fetched files", files=final["fetched"]))
+  if "mine" in soak.args.commands:
+    final["mined"] = soak.mined_pairs()
+    if not final["mined"]["pairs"] or final["mined"]["malformed"]:
+      soak.lost.append(dict(check="mined pairs", mined=final["mined"]))
   leftovers = soak.temporary_files()
   final["temporary_files"] = leftovers
   if leftovers:

@@ -30,10 +30,11 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The folders whose code (and shipped data) a unit's numbers depend on:
-# the package's folders (pyproject.toml's package-dir).
+# the package's folders (pyproject.toml's package-dir) and the benchmarks
+# that write results files.
 CODE_FOLDERS = ("cmlm", "data_pipelines", "modeling", "objectives",
                 "training", "inference", "export", "evaluation",
-                "experiments", "projects", "data")
+                "experiments", "projects", "data", "benchmarks")
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "amx_tile")
 FIELDS = ("arm", "seed", "commit", "code_modified", "cpu", "isa", "cores",
           "date", "load_1min", "command")

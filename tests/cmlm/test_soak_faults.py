@@ -27,7 +27,7 @@ def test_each_command_of_the_cycle_has_its_arguments():
   for name in soak.COMMANDS:
     assert callable(getattr(soak.Soak, f"argv_{name}", None)), name
   with pytest.raises(SystemExit):
-    soak.parse_args(["--commands=train,mine"])  # not (yet) one of them
+    soak.parse_args(["--commands=train,cluster"])  # not one of them
 
 
 @pytest.mark.slow
@@ -54,3 +54,13 @@ def test_killed_train_export_import_and_fetch_lose_nothing(tmp_path):
   for field in ("command", "commit", "cpu_model", "cpu_flags", "cores",
                 "date", "load"):
     assert field in result, field
+
+
+def test_the_mined_pairs_check_counts_malformed_and_identical_rows(tmp_path):
+  soak_module = _soak_module()
+  soak = soak_module.Soak.__new__(soak_module.Soak)
+  soak.out_dir = str(tmp_path)
+  assert soak.mined_pairs() == {"pairs": 0, "identical": 0, "malformed": 0}
+  (tmp_path / "pairs.tsv").write_text(
+      "1.2\ta b\ta b\n1.1\tc\td\nnot a pair\n", encoding="utf-8")
+  assert soak.mined_pairs() == {"pairs": 3, "identical": 1, "malformed": 1}
