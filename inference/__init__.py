@@ -30,4 +30,5 @@ measures), above training (whose runs it reads):
   bitext_mining     the margin criterion and LASER's candidate modes
   mine_files        `python -m cmlm mine`: two corpora -> mined pairs (TSV)
   dask_mining       mining's search shards on a dask.distributed cluster
+  dask_encoding     mining's encode shards on a dask.distributed cluster
 """

@@ -9,6 +9,7 @@ against every key-shard index and merges the top k across them
 (`nearest_neighbours.merge_top_k`), exactly as one process does. A worker
 killed mid-task is replaced and its tasks run again elsewhere (the
 scheduler's `allowed-failures`), so the pairs are those of one process.
+Sentences are encoded on the cluster beforehand by `dask_encoding`.
 
     from dask.distributed import Client, LocalCluster
     with LocalCluster(n_workers=4, threads_per_worker=1) as cluster, \\

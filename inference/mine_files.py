@@ -2,13 +2,15 @@
 TSV file of mined pairs (`bitext_mining.mine`).
 
 Each side is a .txt file of sentences (one a line), encoded with a model
-through `encode_files.encode_file` into a temporary .npy, or a .npy of its
+through `encode_files.encode_file` (with a Dask client, by shards on its
+workers: `dask_encoding.encode`) into a temporary .npy, or a .npy of its
 embeddings (`read_embeddings`, memory-mapped), or both: the embeddings are
 then mined and the sentences written beside the scores. Every file and
 argument is checked before a model loads or a search starts; the TSV is
 written through a temporary and renamed, so a failed run leaves none.
 """
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -19,7 +21,9 @@ import numpy as np
 from cmlm.data_pipelines import atomic_file
 from cmlm.data_pipelines import text_lines
 from cmlm.inference import bitext_mining
+from cmlm.inference import dask_encoding
 from cmlm.inference import nearest_neighbours
+from cmlm.inference import progress as progress_lib
 
 
 def read_sentences(path: str, flag: str) -> List[str]:
@@ -95,11 +99,13 @@ def mine_files(output: str, source: Optional[str] = None,
                model: Optional[str] = None, batch_size: int = 256,
                overwrite: bool = False, show_progress: bool = True,
                open_client: Optional[Callable[[], ContextManager]] = None,
+               encode_shard_size: int = dask_encoding.SHARD_SIZE,
                **mine_args) -> Dict[str, object]:
   """Mines the two sides into `output` (see the module docstring);
   `mine_args` go to `bitext_mining.mine`. Returns its result.
   `open_client()`, entered once every input is checked, gives the
-  dask.distributed client the search runs on (`dask_mining`)."""
+  dask.distributed client the encoding (shards of `encode_shard_size`
+  sentences) and the search run on (`dask_encoding`, `dask_mining`)."""
   check_output(output, overwrite)
   source_sentences, source_array = _side("source", source, source_embeddings)
   target_sentences, target_array = _side("target", target, target_embeddings)
@@ -113,27 +119,45 @@ def mine_files(output: str, source: Optional[str] = None,
   with contextlib.ExitStack() as stack:
     scratch = stack.enter_context(tempfile.TemporaryDirectory(
         prefix="cmlm-mine-"))
-    if needs_model:
-      from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
-      for name, text in (("source", source), ("target", target)):
-        if (source_array if name == "source" else target_array) is None:
-          if show_progress:
-            print(f"Encoding --{name}={text}...", file=sys.stderr, flush=True)
-          path = os.path.join(scratch, f"{name}.npy")
-          encode_files.encode_file(model, text, path, batch_size=batch_size,
-                                   show_progress=show_progress)
-          array = nearest_neighbours.read_embeddings(path, f"--{name}")
-          if name == "source":
-            source_array = array
-          else:
-            target_array = array
     client = stack.enter_context(open_client()) if open_client else None
+    encode = functools.partial(
+        _encode, model=model, batch_size=batch_size, client=client,
+        shard_size=encode_shard_size, show_progress=show_progress)
+    if source_array is None:
+      source_array = encode("source", source, source_sentences,
+                            os.path.join(scratch, "source.npy"))
+    if target_array is None:
+      target_array = encode("target", target, target_sentences,
+                            os.path.join(scratch, "target.npy"))
     result = bitext_mining.mine(source_array, target_array,
                                 show_progress=show_progress, client=client,
                                 **mine_args)
     write_pairs(output, result["pairs"], source_sentences, target_sentences)
     del source_array, target_array  # the memory maps, before scratch goes
   return result
+
+
+def _encode(name: str, text: str, sentences: List[str], path: str,
+            model: str, batch_size: int, client, shard_size: int,
+            show_progress: bool) -> np.ndarray:
+  """The side `name`'s sentences encoded into the .npy `path` (in this
+  process, or on the Dask `client`'s workers), memory-mapped."""
+  if client is None:
+    from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
+    if show_progress:
+      print(f"Encoding --{name}={text}...", file=sys.stderr, flush=True)
+    encode_files.encode_file(model, text, path, batch_size=batch_size,
+                             show_progress=show_progress)
+  else:
+    if show_progress:
+      print(f"Encoding {len(sentences)} sentences of --{name}={text} on the "
+            f"Dask cluster, shards of {shard_size}, batches of "
+            f"{batch_size}.", file=sys.stderr, flush=True)
+    progress = progress_lib.Progress(len(sentences), enabled=show_progress)
+    dask_encoding.encode(client, model, sentences, path, shard_size,
+                         batch_size, on_progress=progress.update)
+    progress.close()
+  return nearest_neighbours.read_embeddings(path, f"--{name}")
 
 
 def _check_fits(source, target, mine_args) -> None:

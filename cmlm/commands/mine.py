@@ -19,6 +19,15 @@ source sentence's best target), backward (each target sentence's best
 source), intersection (pairs both ways) or max (both, one-to-one from the
 best down). --output: `score<TAB>source<TAB>target` a line, best first
 (row numbers where only embeddings were given).
+
+    python -m cmlm mine --model=exports/multilingual --source=en.txt \
+        --target=de.txt --output=pairs.tsv --dask_workers=4
+
+--dask_workers (a local cluster) or --dask_address (a running one) encodes
+the sentences and searches on a Dask cluster: --encode_shard_size sentences
+and --shard_size queries a task, the pairs of one process, and a killed
+worker's shards run again elsewhere (inference/dask_encoding.py,
+inference/dask_mining.py).
 """
 from absl import flags
 
@@ -74,20 +83,22 @@ flags.DEFINE_integer("index_shard_size", None, "Sentences a FAISS index "
                      "holds; a larger corpus is indexed by shards and each "
                      "sentence's top k merged across them (default: one "
                      "index a side).", flag_values=FLAGS)
-flags.DEFINE_integer("dask_workers", 0, "Search on a dask.distributed "
-                     "LocalCluster of this many worker processes (0: in "
-                     "this process).", flag_values=FLAGS)
-flags.DEFINE_string("dask_address", None, "Search on the running Dask "
-                    "cluster at this scheduler address (tcp://HOST:8786); "
-                    "its workers must read the embeddings' paths.",
-                    flag_values=FLAGS)
+flags.DEFINE_integer("dask_workers", 0, "Encode and search on a "
+                     "dask.distributed LocalCluster of this many worker "
+                     "processes (0: in this process).", flag_values=FLAGS)
+flags.DEFINE_string("dask_address", None, "Encode and search on the running "
+                    "Dask cluster at this scheduler address "
+                    "(tcp://HOST:8786); its workers must read --model and "
+                    "the embeddings' paths.", flag_values=FLAGS)
+flags.DEFINE_integer("encode_shard_size", 10000, "On a Dask cluster: "
+                     "sentences a task encodes.", flag_values=FLAGS)
 flags.DEFINE_bool("progress", True, "Show progress on standard error.",
                   flag_values=FLAGS)
 
 
 def main(argv) -> None:
   flag_parsing.parse("mine", __doc__, FLAGS, argv)
-  for name in ("batch_size", "shard_size"):
+  for name in ("batch_size", "shard_size", "encode_shard_size"):
     if FLAGS[name].value < 1:
       raise ValueError(f"--{name} must be 1 or more, got {FLAGS[name].value}.")
   if FLAGS.index_shard_size is not None and FLAGS.index_shard_size < 1:
@@ -111,7 +122,7 @@ def main(argv) -> None:
 
 
 def _dask_client():
-  """What opens the Dask client the search runs on (--dask_workers,
+  """What opens the Dask client the encoding and search run on (--dask_workers,
   --dask_address): a context manager factory, entered once the inputs are
   checked; None to search in this process."""
   # pylint: disable=g-import-not-at-top
@@ -138,4 +149,5 @@ def _mine(open_client):
       mode=FLAGS.mode, threshold=FLAGS.threshold, config=config,
       query_shard_size=FLAGS.shard_size,
       key_shard_size=FLAGS.index_shard_size,
-      recall_sample=FLAGS.recall_sample, open_client=open_client)
+      recall_sample=FLAGS.recall_sample, open_client=open_client,
+      encode_shard_size=FLAGS.encode_shard_size)

@@ -1,14 +1,19 @@
-"""Mining's search on a dask.distributed LocalCluster (inference/dask_mining.py):
-the same pairs as one process, and the same again when a worker is killed
-in the middle of a shard."""
+"""Mining's encoding and search on a dask.distributed LocalCluster
+(inference/dask_encoding.py, inference/dask_mining.py): the same embeddings
+and pairs as one process, and the same again when a worker is killed in the
+middle of a shard."""
+import contextlib
 import os
 
 import numpy as np
 import pytest
 
 from cmlm.inference import bitext_mining
+from cmlm.inference import dask_encoding
 from cmlm.inference import dask_mining
+from cmlm.inference import mine_files
 from cmlm.inference import nearest_neighbours
+from tests.export import export_helpers
 
 pytest.importorskip("dask.distributed", reason="dask is in "
                     "requirements-beam.txt")
@@ -25,10 +30,33 @@ def search_shard_killing_once(marker, *args):
   return dask_mining.search_shard(*args)
 
 
+def encode_shard_killing_once(marker, *args):
+  """`dask_encoding.encode_shard`, killing its worker once like
+  `search_shard_killing_once`."""
+  if not os.path.exists(marker):
+    with open(marker, "w", encoding="utf-8") as f:
+      f.write(str(os.getpid()))
+    os._exit(1)  # pylint: disable=protected-access
+  return dask_encoding.encode_shard(*args)
+
+
 @pytest.fixture(scope="module")
 def client():
   with dask_mining.local_client(2) as dask_client:
     yield dask_client
+
+
+@pytest.fixture
+def texts(tmp_path):
+  """(source.txt, target.txt, the source sentences): the target is the
+  source shuffled, with two sentences of its own."""
+  source = export_helpers.SENTENCES + ["the other one", "Mr. Bennet laughed",
+                                       "rain on the roof"]
+  order = np.random.default_rng(1).permutation(len(source))
+  target = [source[i] for i in order] + ["a letter came", "tea at four"]
+  for name, sentences in (("source", source), ("target", target)):
+    (tmp_path / f"{name}.txt").write_text("\n".join(sentences) + "\n")
+  return str(tmp_path / "source.txt"), str(tmp_path / "target.txt"), source
 
 
 @pytest.fixture
@@ -90,3 +118,61 @@ def test_the_command_on_a_local_cluster_writes_the_pairs_of_one_process(
     assert result.returncode == 0, result.stderr[-2000:]
     outputs.append(output.read_text())
   assert outputs[0] == outputs[1] and outputs[0].count("\n") > 100
+
+
+@pytest.mark.slow
+def test_the_cluster_encodes_and_mines_as_one_process(client, texts,
+                                                      tiny_export, tmp_path):
+  from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
+  model = tiny_export.export_dir
+  source_txt, target_txt, sentences = texts
+  encode_files.encode_file(model, source_txt, str(tmp_path / "alone.npy"),
+                           batch_size=3, show_progress=False)
+  dask_encoding.encode(client, model, sentences, str(tmp_path / "dask.npy"),
+                       shard_size=4, batch_size=3)
+  np.testing.assert_allclose(np.load(tmp_path / "dask.npy"),
+                             np.load(tmp_path / "alone.npy"), atol=1e-5)
+  results = [mine_files.mine_files(
+      str(tmp_path / f"pairs_{name}.tsv"), source_txt, target_txt,
+      model=model, batch_size=3, show_progress=False, open_client=opener,
+      encode_shard_size=4, k=2) for name, opener in (
+          ("alone", None),
+          ("dask", lambda: contextlib.nullcontext(client)))]
+  alone, on_cluster = (r["pairs"] for r in results)
+  assert (on_cluster.source.tolist(), on_cluster.target.tolist()) == (
+      alone.source.tolist(), alone.target.tolist())
+  np.testing.assert_allclose(on_cluster.scores, alone.scores, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_s_sentences_are_encoded_again(client, texts,
+                                                       tiny_export, tmp_path):
+  model = tiny_export.export_dir
+  sentences = texts[2]
+  marker = str(tmp_path / "killed")
+  task = lambda *args: encode_shard_killing_once(marker, *args)  # noqa: E731
+  dask_encoding.encode(client, model, sentences, str(tmp_path / "killed.npy"),
+                       shard_size=3, batch_size=2, task=task)
+  assert os.path.exists(marker)  # a worker was killed
+  expected = dask_encoding.encode_shard(model, sentences, 2)
+  np.testing.assert_allclose(np.load(tmp_path / "killed.npy"), expected,
+                             atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_command_encodes_on_a_local_cluster_as_in_one_process(
+    texts, tiny_export, tmp_path):
+  source_txt, target_txt, _ = texts
+  rows = []
+  for workers in ("0", "2"):
+    output = tmp_path / f"pairs_{workers}.tsv"
+    result = export_helpers.run_cli(
+        "mine", f"--model={tiny_export.export_dir}", f"--source={source_txt}",
+        f"--target={target_txt}", f"--output={output}", "--k=2",
+        f"--dask_workers={workers}", "--encode_shard_size=4")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows.append([line.split("\t") for line in output.read_text().splitlines()])
+  assert "on the Dask cluster" in result.stderr
+  assert [r[1:] for r in rows[0]] == [r[1:] for r in rows[1]]
+  np.testing.assert_allclose([float(r[0]) for r in rows[1]],
+                             [float(r[0]) for r in rows[0]], atol=1e-5)
