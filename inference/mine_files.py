@@ -113,6 +113,8 @@ def mine_files(output: str, source: Optional[str] = None,
   if needs_model and not model:
     raise ValueError("--model is required to encode --source / --target "
                      "sentences (or give their --*_embeddings).")
+  if needs_model and open_client:
+    _check_model_paths(model)
   _check_fits(source_array if source_array is not None else source_sentences,
               target_array if target_array is not None else target_sentences,
               mine_args)
@@ -158,6 +160,15 @@ def _encode(name: str, text: str, sentences: List[str], path: str,
                          batch_size, on_progress=progress.update)
     progress.close()
   return nearest_neighbours.read_embeddings(path, f"--{name}")
+
+
+def _check_model_paths(model: str) -> None:
+  """A model the cluster's workers load is checked here first, so that a
+  wrong path is said before a cluster starts: each local part of `model`
+  (an export, a run, or ENCODER_DIR,PREPROCESSOR_DIR) must exist."""
+  for part in model.split(","):
+    if "://" not in part and not os.path.exists(part):
+      raise FileNotFoundError(f"--model={model}: {part} does not exist.")
 
 
 def _check_fits(source, target, mine_args) -> None:

@@ -61,6 +61,9 @@ def _bad_inputs(d):
         f"--target_embeddings={d}/target.npy"],
        "--source_embeddings have 4 dimensions"),
       (embeddings + ["--k=0"], "--k must be 1 or more"),
+      ([f"--source={d}/source.txt", f"--target_embeddings={d}/target.npy",
+        f"--model={d}/no_export", "--dask_workers=2"],
+       f"--model={d}/no_export: {d}/no_export does not exist"),
   ]
 
 
