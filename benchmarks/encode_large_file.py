@@ -183,7 +183,8 @@ def main():
   match = re.search(r"\| (\d+) sent/s", progress_line)
   progress = float(match.group(1)) if match else None
   results = {
-      "command": " ".join(["python"] + sys.argv),
+      "command": unit_provenance.without_local_paths(
+          " ".join(["python"] + sys.argv), ("work_dir", "model", "results")),
       "commit": unit_provenance.head_commit(),
       "code_modified": unit_provenance.modified_code(),
       "cpu": unit_provenance.cpu_model(), "isa": unit_provenance.isa_flags(),

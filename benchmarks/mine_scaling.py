@@ -161,6 +161,15 @@ def mine_once(source, target, kind, args):
   return figures
 
 
+def write_report(report: dict, path: str) -> None:
+  """The results so far, atomically: a run stopped part way keeps its
+  finished cells (`complete` false until the last)."""
+  with atomic_file.atomic_file(path) as temporary:
+    with open(temporary, "w", encoding="utf-8") as f:
+      json.dump(report, f, indent=1)
+      f.write("\n")
+
+
 def main(argv=None):
   args = parse_args(argv)
   facts = unit_provenance.provenance("mine_scaling", 0, refuse_modified=False,
@@ -172,6 +181,8 @@ def main(argv=None):
   report.update(dim=args.dim, clusters=args.clusters, spread=args.spread,
                 k=args.k,
                 shard_size=args.shard_size, nprobe=args.nprobe, results={},
+                cells=[f"{size}/{kind}" for size in args.sizes
+                       for kind in args.indexes], complete=False,
                 skipped={cell: {"dot_products_both_ways": 2 * int(
                     cell.split("/")[0]) ** 2} for cell in args.skip})
   with tempfile.TemporaryDirectory(dir=args.work_dir) as scratch:
@@ -187,6 +198,7 @@ def main(argv=None):
           continue
         figures = mine_once(source, target, kind, args)
         report["results"][f"{size}/{kind}"] = figures
+        write_report(report, args.output)  # each cell kept as it ends
         stages = figures["stages"]
         recall = figures.get("recall") or {}
         print(f"{size:>8} {kind:>5}: " + "  ".join(
@@ -196,10 +208,8 @@ def main(argv=None):
                f"{recall['top1_agreement']:.4f}" if recall else ""),
               flush=True)
       del source, target
-  with atomic_file.atomic_file(args.output) as temporary:
-    with open(temporary, "w", encoding="utf-8") as f:
-      json.dump(report, f, indent=1)
-      f.write("\n")
+  report["complete"] = True
+  write_report(report, args.output)
   print(f"Wrote {args.output}")
 
 

@@ -44,6 +44,16 @@ def counts(output: str) -> dict:
           for n, kind in SUMMARY.findall(lines[-1])}
 
 
+# One line of pytest's --durations list: "12.34s call     tests/x.py::test".
+DURATION = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(\S+)$", re.M)
+
+
+def slowest(output: str) -> list:
+  """pytest's --durations list: [{seconds, phase, test}], slowest first."""
+  return [{"seconds": float(seconds), "phase": phase, "test": test}
+          for seconds, phase, test in DURATION.findall(output)]
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--workers", type=int, default=2)
@@ -85,6 +95,7 @@ def main(argv=None) -> int:
                      "seconds": round(seconds), "exit_status": run.returncode,
                      "load": f"{load_before} at the start"},
                     **counts(output))]}
+  result["runs"][0]["slowest"] = slowest(output)
   result["runs"][0]["tests"] = sum(
       result["runs"][0].get(k, 0) for k in ("passed", "failed", "skipped",
                                              "error"))

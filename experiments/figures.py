@@ -83,6 +83,8 @@ def provenance(result: Mapping) -> str:
   load = result.get("load")
   if load is None and "load_before" in result:
     load = f"1-minute load {result['load_before']} before"
+  if load is None and "load_1min" in result:
+    load = f"1-minute load {result['load_1min']} at the start"
   note = result.get("commit_note")
   return ("`" + result["command"] + "`; commit "
           + f"`{result.get('commit') or 'not recorded'}`"
@@ -340,11 +342,84 @@ def render_recipe_cost(results: Sequence[Mapping]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def _flags(result: Mapping) -> Mapping:
+  """`result` with `cpu_flags` as provenance reads them, from an `isa`
+  mapping ({flag: present}) where the file holds one."""
+  if "cpu_flags" in result or not isinstance(result.get("isa"), Mapping):
+    return result
+  return dict(result, cpu_flags=[f for f, on in result["isa"].items() if on])
+
+
+def render_large_file(results: Sequence[Mapping]) -> str:
+  """`benchmarks/encode_large_file.py`: the streaming `encode` command's
+  sentences/s against the same model in memory, and its peak memory at
+  each file size."""
+  (r,) = results
+  lines = [provenance(_flags(r)), "",
+           f"Model: {r['model']}, {r['backend']} backend, batches of "
+           f"{r['batch_size']}; {r['lines']:,} lines."]
+  if not r["quiet"]:
+    lines += ["", "The machine was not quiet, so no speed is shown."]
+  else:
+    ratio = r["streaming_vs_in_memory"]
+    lines += ["", "| measure | sentences/s |", "|---|---|",
+              f"| in memory (`SentenceEncoder.encode`) | "
+              f"{_int(r['in_memory_sent_per_s'])} |",
+              f"| `encode` streaming, its start taken off | "
+              f"{_na(r['streaming_sent_per_s'], ',.0f')} "
+              f"({_na(ratio, '.2f')}x in memory) |",
+              f"| `encode`, whole run ({r['streaming_wall_s']:.1f} s, start "
+              f"{r['streaming_start_s']:.1f} s) | "
+              f"{_int(r['whole_run_sent_per_s'])} |"]
+  lines += ["", "| lines | peak memory of `encode` |", "|---|---|"]
+  lines += [f"| {int(n):,} | {mb:,.0f} MB |"
+            for n, mb in r["peak_rss_mb"].items()]
+  return "\n".join(lines) + "\n"
+
+
+def render_mine_scaling(results: Sequence[Mapping]) -> str:
+  """`benchmarks/mine_scaling.py`: per size and index, each stage's
+  seconds and peak memory, the pairs, the approximate index's recall; the
+  cells left out with their cost."""
+  (r,) = results
+  lines = [provenance(r), "",
+           f"Synthetic clustered embeddings: {r['dim']} dimensions, "
+           f"{r['clusters']:,} clusters; k = {r['k']}, IVF nprobe "
+           f"{r['nprobe']}; both ways (source in target, target in source).",
+           "", "| sentences a side | index | index s | search s | margin s | "
+           "peak MB | pairs | recall@k | top-1 agreement |",
+           "|---|---|---|---|---|---|---|---|---|"]
+  for cell, figures in r["results"].items():
+    size, kind = cell.split("/")
+    stages = figures["stages"]
+    peak = max((s["peak_rss_mb"] or 0) for s in stages.values())
+    recall = figures.get("recall") or {}
+    lines.append(
+        f"| {int(size):,} | {kind} | "
+        + " | ".join(f"{stages[n]['seconds']:.1f}"
+                     for n in ("index", "search", "margin"))
+        + f" | {_int(peak) if peak else 'n/a'} | {_int(figures['pairs'])} | "
+        + f"{_na(recall.get('recall_at_k'), '.4f')} | "
+        + f"{_na(recall.get('top1_agreement'), '.4f')} |")
+  for cell, cost in r.get("skipped", {}).items():
+    size, kind = cell.split("/")
+    lines.append(f"| {int(size):,} | {kind} | not run: "
+                 f"{cost['dot_products_both_ways']:.1e} dot products | | | | "
+                 "| | |")
+  for cell in r.get("cells", []):
+    if cell not in r["results"] and cell not in r.get("skipped", {}):
+      size, kind = cell.split("/")
+      lines.append(f"| {int(size):,} | {kind} | stopped before it ended | | "
+                   "| | | | |")
+  return "\n".join(lines) + "\n"
+
+
 RENDERERS: Dict[str, Callable[[Sequence[Mapping]], str]] = {
     "speed": render_speed, "demo_time": render_demo_time,
     "demo_figures": render_demo_figures, "test_suite": render_test_suite,
     "dask": render_dask, "soak": render_soak,
-    "concurrent": render_concurrent, "recipe_cost": render_recipe_cost}
+    "concurrent": render_concurrent, "recipe_cost": render_recipe_cost,
+    "large_file": render_large_file, "mine_scaling": render_mine_scaling}
 
 
 def render_inline(value) -> str:

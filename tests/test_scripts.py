@@ -85,3 +85,23 @@ def test_the_train_step_benchmark_runs_on_a_tiny_config():
   figures = json.loads(completed.stdout.strip().splitlines()[-1])
   assert figures["cmlm_step_s"] > 0 and figures["mlm_step_s"] > 0
   assert figures["pipeline_examples_per_s"] > 0
+
+
+def test_the_suite_timer_reads_pytest_s_counts_and_slowest_tests():
+  """benchmarks/test_suite_time.py's parsers on pytest's own output."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  path = os.path.join(REPO_ROOT, "benchmarks", "test_suite_time.py")
+  spec = importlib.util.spec_from_file_location("test_suite_time", path)
+  timer = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(timer)
+  output = ("=== slowest 30 durations ===\n"
+            "192.69s call     tests/a.py::test_one\n"
+            "73.68s setup    tests/b.py::test_two[tflite]\n"
+            "0.54s teardown tests/c.py::test_three\n"
+            "=== 2 failed, 1066 passed, 1 skipped in 2003.49s (0:33:23) ===\n")
+  assert timer.counts(output) == {"failed": 2, "passed": 1066, "skipped": 1}
+  assert timer.slowest(output) == [
+      {"seconds": 192.69, "phase": "call", "test": "tests/a.py::test_one"},
+      {"seconds": 73.68, "phase": "setup",
+       "test": "tests/b.py::test_two[tflite]"},
+      {"seconds": 0.54, "phase": "teardown", "test": "tests/c.py::test_three"}]

@@ -301,3 +301,55 @@ def test_a_recipe_cost_is_a_speed_figure_only_from_a_quiet_machine():
       assert " h " not in table and "~" not in table
       assert "not measured quietly" in table and "not quiet" in table
       assert workstation == base == "not yet measured on a quiet machine"
+
+
+def test_the_large_file_table_shows_speed_only_from_a_quiet_machine(tmp_path):
+  """benchmarks/encode_large_file.py's file: the streaming ratio and each
+  size's peak memory; its ISA mapping read as flags; no speed when the
+  machine was loaded (the memory still shown)."""
+  root = str(tmp_path)
+  result = {"command": "python benchmarks/encode_large_file.py",
+            "commit": "abc", "cpu": "Some CPU",
+            "isa": {"avx2": True, "avx512f": False}, "cores": 2,
+            "date": "2026-11-28", "load_before": 0.2, "quiet": True,
+            "model": "tiny", "backend": "onnx float32", "batch_size": 256,
+            "lines": 200000, "in_memory_sent_per_s": 1000.0,
+            "streaming_sent_per_s": 950.0, "streaming_vs_in_memory": 0.95,
+            "whole_run_sent_per_s": 900.0, "streaming_wall_s": 222.2,
+            "streaming_start_s": 5.0,
+            "peak_rss_mb": {"20000": 700.0, "200000": 702.0}}
+  _write(root, "l.json", json.dumps(result))
+  page = "# P\n\n<!-- figures:large_file l.json -->\n<!-- /figures -->\n"
+  rendered = figures.render_document(page, root)
+  assert "Some CPU (avx2), 2 cores" in rendered
+  assert "| `encode` streaming, its start taken off | 950 (0.95x in memory) |" in rendered
+  assert "| 200,000 | 702 MB |" in rendered
+  result["quiet"] = False
+  _write(root, "l.json", json.dumps(result))
+  loaded = figures.render_document(rendered, root)
+  assert "950" not in loaded and "| 20,000 | 700 MB |" in loaded
+
+
+def test_the_mine_scaling_table_lists_run_skipped_and_unfinished_cells(
+    tmp_path):
+  root = str(tmp_path)
+  stages = {n: {"seconds": 1.25, "peak_rss_mb": 300.0}
+            for n in ("index", "search", "margin")}
+  result = {"command": "python benchmarks/mine_scaling.py", "commit": "abc",
+            "cpu": "Some CPU", "cpu_flags": ["avx2"], "cores": 2,
+            "date": "2026-11-28", "load": "0.1", "dim": 8, "clusters": 10,
+            "k": 4, "nprobe": 16, "complete": False,
+            "cells": ["10/flat", "10/ivf", "100/ivf", "100/flat"],
+            "results": {"10/flat": {"stages": stages, "pairs": 9},
+                        "10/ivf": {"stages": stages, "pairs": 8, "recall": {
+                            "recall_at_k": 0.95, "top1_agreement": 0.9}}},
+            "skipped": {"100/flat": {"dot_products_both_ways": 20000}}}
+  _write(root, "m.json", json.dumps(result))
+  page = "# P\n\n<!-- figures:mine_scaling m.json -->\n<!-- /figures -->\n"
+  rows = [line for line in figures.render_document(page, root).splitlines()
+          if line.startswith("| ")]
+  assert rows[1:] == [
+      "| 10 | flat | 1.2 | 1.2 | 1.2 | 300 | 9 | n/a | n/a |",
+      "| 10 | ivf | 1.2 | 1.2 | 1.2 | 300 | 8 | 0.9500 | 0.9000 |",
+      "| 100 | flat | not run: 2.0e+04 dot products | | | | | | |",
+      "| 100 | ivf | stopped before it ended | | | | | | |"]

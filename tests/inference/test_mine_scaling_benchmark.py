@@ -32,6 +32,8 @@ def test_the_cells_run_are_timed_and_the_skipped_listed(benchmark, tmp_path):
                      f"--output={output}"])
   report = json.loads(output.read_text())
   assert set(report["results"]) == {"300/flat", "300/ivf"}
+  assert report["complete"] and report["cells"] == [
+      "300/flat", "300/ivf", "300/hnsw"]
   assert report["skipped"] == {"300/hnsw": {"dot_products_both_ways":
                                             2 * 300 ** 2}}
   for cell in report["results"].values():
