@@ -26,7 +26,7 @@ date and load. Never asserts a time; run it on a quiet machine:
 
 `--skip` names SIZE/INDEX cells left out (exact search of a million a side
 is 2 x 10^12 dot products, hours on a few cores); the results file lists
-them under `skipped`, with their cost in dot products.
+them under `skipped`, with exact search's cost in dot products.
 """
 import argparse
 import json

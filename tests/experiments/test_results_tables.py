@@ -351,5 +351,6 @@ def test_the_mine_scaling_table_lists_run_skipped_and_unfinished_cells(
   assert rows[1:] == [
       "| 10 | flat | 1.2 | 1.2 | 1.2 | 300 | 9 | n/a | n/a |",
       "| 10 | ivf | 1.2 | 1.2 | 1.2 | 300 | 8 | 0.9500 | 0.9000 |",
-      "| 100 | flat | not run: 2.0e+04 dot products | | | | | | |",
+      "| 100 | flat | not run: exact search is 2.0e+04 dot products | | | | "
+      "| | |",
       "| 100 | ivf | stopped before it ended | | | | | | |"]
