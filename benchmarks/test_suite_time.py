@@ -81,8 +81,10 @@ def main(argv=None) -> int:
       f.write(output)
   print("\n".join(output.splitlines()[-40:]))
   result = {
-      "command": " ".join(["python", "benchmarks/test_suite_time.py"]
-                          + (argv if argv is not None else sys.argv[1:])),
+      "command": unit_provenance.without_local_paths(
+          " ".join(["python", "benchmarks/test_suite_time.py"]
+                   + (argv if argv is not None else sys.argv[1:])),
+          ("log", "results")),
       "commit": commit, "code_modified": modified,
       "cpu": unit_provenance.cpu_model(),
       "cpu_flags": [f for f, on in unit_provenance.isa_flags().items() if on],

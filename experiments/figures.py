@@ -214,9 +214,14 @@ def _minutes(seconds: float) -> str:
 def render_test_suite(results: Sequence[Mapping]) -> str:
   (result,) = results
   lines = [provenance(result), "",
-           "| command | tests | time | 1-minute load |", "|---|---|---|---|"]
+           "| command | tests | outcome | time | 1-minute load |",
+           "|---|---|---|---|---|"]
   for run in result["runs"]:
-    lines.append(f"| `{run['command']}` | {run['tests']} | "
+    # A run with failures still took its time; the table says they failed.
+    outcome = ("all passed" if run.get("exit_status", 0) == 0 else
+               f"{run.get('failed', 0)} failed, {run.get('passed', 0)} "
+               "passed")
+    lines.append(f"| `{run['command']}` | {run['tests']} | {outcome} | "
                  f"{_minutes(run['seconds'])} | {run['load']} |")
   return "\n".join(lines) + "\n"
 

@@ -56,7 +56,7 @@ FLAGS_OF = {
              "model", "batch_size", "output", "overwrite", "k", "margin",
              "mode", "threshold", "index", "nlist", "nprobe", "hnsw_m",
              "ef_search", "recall_sample", "shard_size", "index_shard_size",
-             "dask_workers", "dask_address", "progress"},
+             "dask_workers", "dask_address", "encode_shard_size", "progress"},
 }
 
 
