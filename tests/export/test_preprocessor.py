@@ -93,7 +93,7 @@ def test_round_robin_trim_equals_tf_text_without_its_op():
         dtype=tf.int32, ragged_rank=1) for _ in range(rng.integers(1, 3))]
     budget = int(rng.integers(0, 20))
     expected = tf_text.RoundRobinTrimmer(budget).trim(segments)
-    actual = preprocessor_lib.round_robin_trim(segments, budget)
+    actual = tokenization.round_robin_trim(segments, budget)
     for a, e in zip(actual, expected):
       assert a.to_list() == e.to_list()
 
