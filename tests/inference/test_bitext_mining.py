@@ -152,6 +152,20 @@ def test_approximate_indexes_find_the_exact_neighbours_of_clustered_data(
   assert bitext_mining.mine(source, target)["recall"] is None  # exact
 
 
+def test_ivf_k_means_trains_on_at_most_the_configured_sample_of_keys():
+  keys = nearest_neighbours.unit_rows(clustered(12, 2000))
+  for sample, per_cell in ((None, 256), (500, 50), (100, 39)):
+    config = IndexConfig("ivf", nlist=10) if sample is None else IndexConfig(
+        "ivf", nlist=10, train_sample=sample)
+    index = nearest_neighbours.build_index(keys, config)
+    # FAISS's 256 a cell by default; the sample split over the cells, but
+    # never under the 39 a cell FAISS warns below.
+    assert index.cp.max_points_per_centroid == per_cell
+    assert index.is_trained and index.ntotal == 2000  # every key indexed
+  million = IndexConfig("ivf")
+  assert nearest_neighbours.train_points_per_cell(4000, million) == 65
+
+
 def test_recall_counts_only_the_exact_neighbours_found():
   source, target = clustered(9, 200), clustered(10, 300)
   _, exact = nearest_neighbours.search(source, target, 4)
