@@ -159,13 +159,19 @@ def _running(pid):
 
 class _PipeFeeder:
   """Feeds a named pipe to the job: waits for a worker to open it, SIGKILLs
-  that worker process, then (unless `kill_only`) gives `text` to every
-  later reader: the task run again elsewhere, and again whenever Dask
-  recomputes a result the dead worker held, as it would read a file."""
+  that worker process, then gives `text` to every later reader: the task
+  run again elsewhere, and again whenever Dask recomputes a result the dead
+  worker held, as it would read a file.
 
-  def __init__(self, fifo, text, client, kill_only=False, timeout=120):
+  A reader never waits on it forever: readers are served until the test
+  leaves the `with` block, however late Dask runs the task again; if the
+  feeder fails (`error`), it still serves them, so the job ends and the
+  test fails on `error` instead of hanging; a reader that closes the pipe
+  unread (a probe of the file) is passed over; on leaving, a reader still
+  blocked opening the pipe gets its end of file."""
+
+  def __init__(self, fifo, text, client):
     self._fifo, self._text, self._client = str(fifo), text, client
-    self._kill_only, self._timeout = kill_only, timeout
     self.killed, self.served, self.error = [], 0, None
     self._done = threading.Event()
     self._thread = threading.Thread(target=self._run, daemon=True)
@@ -177,12 +183,20 @@ class _PipeFeeder:
   def __exit__(self, *exc):
     self._done.set()
     self._thread.join(timeout=30)
+    self._release_waiting_reader()
+
+  def _release_waiting_reader(self):
+    """A reader blocked in open() gets the write end, closed at once: it
+    reads an end of file rather than waiting for a writer forever."""
+    try:
+      os.close(os.open(self._fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # ENXIO: nobody is waiting
+      pass
 
   def _open_when_read(self):
     """The write end, once a reader holds the pipe open (None once the test
     is done with the pipe)."""
-    deadline = time.monotonic() + self._timeout
-    while not self._done.is_set() and time.monotonic() < deadline:
+    while not self._done.is_set():
       try:
         return os.open(self._fifo, os.O_WRONLY | os.O_NONBLOCK)
       except OSError:  # ENXIO: no reader yet
@@ -210,39 +224,51 @@ class _PipeFeeder:
       time.sleep(0.005)
     return readers
 
-  def _run(self):
-    fd = None
+  def _kill_the_first_reader(self):
+    fd = self._open_when_read()
+    if fd is None:
+      return
     try:
-      fd = self._open_when_read()
-      if fd is None:
-        return
       pid, = self._readers_now_open()
       assert pid in self._client.run(os.getpid).values()  # a Dask worker
       os.kill(pid, signal.SIGKILL)
       self.killed.append(pid)
+    finally:
       os.close(fd)
-      fd = None
-      while _running(pid):  # its files close as it dies, not at once
-        time.sleep(0.01)
-      while not self._kill_only:
-        fd = self._open_when_read()
-        if fd is None:
-          return
-        readers = self._readers_now_open()
-        os.set_blocking(fd, True)
-        os.write(fd, self._text.encode('utf-8'))
-        os.close(fd)
-        fd = None
-        self.served += 1
-        # The next writer must meet a new reader, not this one still
-        # reading (it would read the text twice).
-        while set(readers) & set(self._readers()):
-          time.sleep(0.01)
+    while _running(pid):  # its files close as it dies, not at once
+      time.sleep(0.01)
+
+  def _serve_one_reader(self):
+    """Gives the text to the next reader; False once the test is done."""
+    fd = self._open_when_read()
+    if fd is None:
+      return False
+    try:
+      readers = self._readers_now_open()
+      os.set_blocking(fd, True)
+      os.write(fd, self._text.encode('utf-8'))
+    except BrokenPipeError:  # the reader closed it unread (a probe): next
+      return True
+    finally:
+      os.close(fd)
+    self.served += 1
+    # The next writer must meet a new reader, not this one still reading
+    # (it would read the text twice).
+    while set(readers) & set(self._readers()) and not self._done.is_set():
+      time.sleep(0.01)
+    return True
+
+  def _run(self):
+    try:
+      self._kill_the_first_reader()
     except Exception as error:  # pylint: disable=broad-except
       self.error = error
-    finally:
-      if fd is not None:  # the test failed: the reader sees the end
-        os.close(fd)
+    while True:
+      try:
+        if not self._serve_one_reader():
+          return
+      except Exception as error:  # pylint: disable=broad-except
+        self.error = self.error or error
 
 
 # Named pipes and /proc: the worker-kill tests need Linux.
@@ -301,7 +327,7 @@ def test_a_job_whose_worker_dies_past_allowed_failures_publishes_nothing(
   piped, _, fifo, text = corpus_with_a_pipe(tmp_path)
   previous = client.run_on_scheduler(allow, failures=0)
   try:
-    with _PipeFeeder(fifo, text, client, kill_only=True) as feeder:
+    with _PipeFeeder(fifo, text, client) as feeder:
       with pytest.raises(beam_runners.JobFailed) as failed:
         prepare(piped, tmp_path / 'out' / 'p', on_dask(address))
   finally:
