@@ -95,7 +95,8 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
                      validation_dataset=validation_dataset,
                      checkpoint_exporter=checkpoint_exporter)
     self._forward_backward = (
-        tf.function(self._forward_backward_step, jit_compile=True)
+        tf.function(self._forward_backward_step, jit_compile=True,
+                    autograph=False)
         if self.jit_compile else self._forward_backward_step)
     self._build_model_variables(train)
     self._non_finite_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -139,7 +140,10 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
     over the compiled step that ends early once `preemption` is requested."""
     if not self.stops_between_steps:
       return super().create_train_loop_fn()
-    step = tf.function(self.train_step)
+    # Without AutoGraph: the step's control flow is written in TensorFlow
+    # ops (`tf.cond`, `tf.where`), and converting the model's and Model
+    # Garden's Python source would cost some 16 s of each training process.
+    step = tf.function(self.train_step, autograph=False)
 
     def loop(iterator, num_steps):
       try:
