@@ -67,7 +67,7 @@ def _build_and_freeze_pooler(transformer: networks.BertEncoderV2
                              ) -> networks.BertEncoderV2:
   # Build the variables now (the MLM head ties to the embedding table), on
   # one-token zeros: a call on the symbolic `transformer.inputs` would first
-  # convert every layer's `call` with AutoGraph, some 5 s of a process.
+  # convert every layer's `call` with AutoGraph, seconds of a process.
   transformer({name: tf.zeros([1 if dim is None else dim
                                for dim in spec.shape], spec.dtype)
                for name, spec in transformer.inputs.items()})

@@ -142,7 +142,7 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
       return super().create_train_loop_fn()
     # Without AutoGraph: the step's control flow is written in TensorFlow
     # ops (`tf.cond`, `tf.where`), and converting the model's and Model
-    # Garden's Python source would cost some 16 s of each training process.
+    # Garden's Python source would cost seconds of each training process.
     step = tf.function(self.train_step, autograph=False)
 
     def loop(iterator, num_steps):
