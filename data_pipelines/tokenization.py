@@ -183,26 +183,6 @@ def flat_rows(segment):
   return segment.flat_values, splits[:-1], splits[1:] - splits[:-1]
 
 
-def round_robin_trim(segments, max_tokens):
-  """Keeps at most `max_tokens` tokens of 1 or 2 segments per example.
-
-  Same result as `tensorflow_text.RoundRobinTrimmer`, in core TensorFlow ops.
-
-  Args:
-    segments: a list of 1 or 2 int RaggedTensors `[batch, (tokens)]`.
-    max_tokens: a scalar, the tokens allowed in all segments together.
-  """
-  rows = [flat_rows(segment) for segment in segments]
-  limits = round_robin_lengths([length for _, _, length in rows], max_tokens)
-  trimmed = []
-  for (values, starts, _), limit in zip(rows, limits):
-    splits, positions = tf.raw_ops.RaggedRange(
-        starts=starts, limits=starts + limit, deltas=tf.ones_like(starts))
-    trimmed.append(tf.RaggedTensor.from_row_splits(
-        tf.gather(values, positions), splits, validate=False))
-  return trimmed
-
-
 def pack_segments(segments, seq_length, cls_id, sep_id, pad_id):
   """Packs 1 or 2 tokenized segments as `[CLS] a [SEP] (b [SEP])`, padded.
 

@@ -84,7 +84,10 @@ def test_bert_pack_inputs_equals_model_gardens_for_one_or_two_segments(
       np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
 
 
-def test_round_robin_trim_equals_tf_text_without_its_op():
+def test_packing_equals_tf_text_s_trimmer_and_combiner_without_their_ops():
+  """`pack_segments` against TF Text's `RoundRobinTrimmer`, then
+  `combine_segments` and `pad_model_inputs`, on random segments (empty ones
+  and budgets of 0 included)."""
   rng = np.random.default_rng(0)
   for _ in range(100):
     batch = int(rng.integers(1, 4))
@@ -92,10 +95,20 @@ def test_round_robin_trim_equals_tf_text_without_its_op():
         [list(rng.integers(5, 99, rng.integers(0, 12))) for _ in range(batch)],
         dtype=tf.int32, ragged_rank=1) for _ in range(rng.integers(1, 3))]
     budget = int(rng.integers(0, 20))
-    expected = tf_text.RoundRobinTrimmer(budget).trim(segments)
-    actual = tokenization.round_robin_trim(segments, budget)
-    for a, e in zip(actual, expected):
-      assert a.to_list() == e.to_list()
+    seq_length = budget + len(segments) + 1
+    trimmed = tf_text.RoundRobinTrimmer(budget).trim(segments)
+    assert [t.row_lengths().numpy().tolist() for t in trimmed] == [
+        length.numpy().tolist() for length in tokenization.round_robin_lengths(
+            [s.row_lengths() for s in segments], budget)]
+    combined, type_ids = tf_text.combine_segments(
+        trimmed, start_of_sequence_id=2, end_of_segment_id=3)
+    word_ids, mask = tf_text.pad_model_inputs(combined, seq_length,
+                                              pad_value=0)
+    type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
+    packed = tokenization.pack_segments(segments, seq_length, 2, 3, 0)
+    np.testing.assert_array_equal(packed["input_word_ids"], word_ids)
+    np.testing.assert_array_equal(packed["input_mask"], mask)
+    np.testing.assert_array_equal(packed["input_type_ids"], type_ids)
 
 
 def test_seq_length_too_short_for_the_special_tokens_is_refused(loaded):
