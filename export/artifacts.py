@@ -124,7 +124,7 @@ def embedding_function(encoder_model: tf_keras.Model):
   spec = [tf.TensorSpec([None, None], tf.int32, name=name)
           for name in ("input_word_ids", "input_mask")]
 
-  @tf.function(input_signature=spec)
+  @tf.function(input_signature=spec, autograph=False)
   def embed(input_word_ids, input_mask):
     outputs = encoder_model(dict(input_word_ids=input_word_ids,
                                  input_mask=input_mask,

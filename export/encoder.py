@@ -114,7 +114,7 @@ def _serving_signature(core_model: tf_keras.Model):
   specs = [tf.TensorSpec([None, None], tf.int32, name=name)
            for name in INPUT_NAMES]
 
-  @tf.function(input_signature=specs)
+  @tf.function(input_signature=specs, autograph=False)
   def serve(input_word_ids, input_mask, input_type_ids):
     outputs = core_model(dict(input_word_ids=input_word_ids,
                               input_mask=input_mask,

@@ -154,7 +154,7 @@ def transformer_function(transformer):
   spec = [tf.TensorSpec([None, None], tf.int64, name=name)
           for name in ONNX_INPUTS]
 
-  @tf.function(input_signature=spec)
+  @tf.function(input_signature=spec, autograph=False)
   def forward(input_ids, attention_mask, token_type_ids):
     outputs = transformer(
         dict(input_word_ids=tf.cast(input_ids, tf.int32),

@@ -222,13 +222,13 @@ def pair_embedder(preprocessor, encoder) -> Embedder:
   not the preprocessor's padded length; the embedding is the pair's
   `"default"` output, not normalised.
   """
-  @tf.function(input_signature=[STRING_BATCH])
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def embed_batch(sentences):
     return length_chunks.encode_by_length(
         lambda inputs: encoder(inputs, training=False)["default"],
         preprocessor(sentences))
 
-  @tf.function(input_signature=[STRING_BATCH])
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def token_lengths(sentences):
     return tf.reduce_sum(preprocessor(sentences)["input_mask"], axis=1)
 

@@ -126,7 +126,7 @@ def embedding_function(encoder, tokenizer: tokenization_lib.WordPieceTokenizer
   `[batch, dim]`, tokenized by `tokenizer`, computed as the serving model
   computes it (rows ordered by length, read in chunks cut to their longest:
   `length_chunks`)."""
-  @tf.function(input_signature=[STRING_BATCH])
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def embed_batch(sentences):
     return length_chunks.encode_by_length(  # [batch, dim]
         lambda inputs: encoder(inputs, training=False)["default"],
@@ -149,7 +149,7 @@ def encoder_embedder(encoder, tokenizer: tokenization_lib.WordPieceTokenizer,
       check_first_batch(sentences)
     return embed_batch(tf.constant(sentences, tf.string)).numpy()
 
-  @tf.function(input_signature=[STRING_BATCH])
+  @tf.function(input_signature=[STRING_BATCH], autograph=False)
   def token_lengths(sentences):
     return tf.reduce_sum(tokenizer.tokenize_and_pack(sentences)["input_mask"],
                          axis=1)

@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from cmlm.training import fault_tolerance
 from official.core import base_trainer
+from orbit.utils import loop_fns
 
 
 def apply_update(model, optimizer, gradients) -> None:
@@ -154,6 +155,15 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
       except (StopIteration, tf.errors.OutOfRangeError):
         logging.info("The training data ended before the loop did.")
     return loop
+
+  def create_eval_loop_fn(self, has_state: bool):
+    """orbit's eval loop, its step traced without AutoGraph as the train
+    step is (orbit's `tf.while_loop` form, when configured, is kept)."""
+    if (self._eval_options.use_tf_while_loop or
+        not self._eval_options.use_tf_function):
+      return super().create_eval_loop_fn(has_state)
+    return loop_fns.create_loop_fn(tf.function(self.eval_step,
+                                               autograph=False))
 
   def train(self, num_steps):
     logs = super().train(num_steps)
