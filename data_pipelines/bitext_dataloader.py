@@ -14,6 +14,7 @@ from absl import logging
 import tensorflow as tf
 
 from cmlm.data_pipelines import bitext
+from cmlm.data_pipelines import graph_map
 from cmlm.data_pipelines import tokenization
 from cmlm.data_pipelines import vocabulary
 from official.core import config_definitions as cfg
@@ -93,7 +94,7 @@ class BitextDataLoader(data_loader.DataLoader):
         features[f"target_{name}"] = value[size:]
       return features
 
-    dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = graph_map.graph_map(dataset, encode, num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

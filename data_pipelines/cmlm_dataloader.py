@@ -32,6 +32,7 @@ from absl import logging
 import tensorflow as tf
 
 from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import graph_map
 from cmlm.data_pipelines import masking
 from cmlm.data_pipelines import pair_tfrecords
 from cmlm.data_pipelines import sequence_packing
@@ -247,14 +248,15 @@ class CmlmDataLoader(data_loader.DataLoader):
     drop_remainder = params.is_training or params.drop_remainder
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     if num_tfrecord_files:
-      dataset = dataset.map(pair_tfrecords.parse_pair_examples,
-                            num_parallel_calls=tf.data.AUTOTUNE)
+      dataset = graph_map.graph_map(dataset,
+                                    pair_tfrecords.parse_pair_examples,
+                                    num_parallel_calls=tf.data.AUTOTUNE)
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     features = _CmlmFeatures(params, self._tokenization,
                              batch_size if drop_remainder else None,
                              pipeline_id, self._vocab)
-    dataset = dataset.enumerate().map(
-        features, num_parallel_calls=tf.data.AUTOTUNE,
+    dataset = graph_map.graph_map(
+        dataset.enumerate(), features, num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=params.deterministic)
     return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
 

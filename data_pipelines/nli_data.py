@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from cmlm.data_pipelines import graph_map
 from cmlm.data_pipelines import text_lines
 from cmlm.data_pipelines import tokenization
 from cmlm.data_pipelines import vocabulary
@@ -174,5 +175,5 @@ class NliDataLoader(data_loader.DataLoader):
         features[f"hypothesis_{name}"] = value[size:]
       return features
 
-    return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+    return graph_map.graph_map(dataset, encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE)

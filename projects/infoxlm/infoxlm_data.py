@@ -35,6 +35,7 @@ import tensorflow_text as tf_text
 
 from cmlm.data_pipelines import bitext
 from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import graph_map
 from cmlm.data_pipelines import masking
 from cmlm.data_pipelines import text_lines
 from cmlm.data_pipelines import tokenization
@@ -205,8 +206,8 @@ def _seeded(dataset: tf.data.Dataset, params) -> tf.data.Dataset:
   """(batch, seed) elements: a stateless [2] seed from (seed, batch index)
   when `params.seed` is set, else None-like -1 seeds (stateful draws)."""
   base = -1 if params.seed is None else int(params.seed)
-  return dataset.enumerate().map(
-      lambda index, batch: (batch, tf.stack([tf.constant(base, tf.int64),
+  return graph_map.graph_map(
+      dataset.enumerate(), lambda index, batch: (batch, tf.stack([tf.constant(base, tf.int64),
                                              index])))
 
 
@@ -293,8 +294,8 @@ def build_mmlm_dataset(params: InfoXlmDataConfig,
     return mask_segments(packed, [0], params, tokenizer,
                          _seed_or_none(seed, params, 1))
 
-  return _seeded(dataset, params).map(
-      encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return graph_map.graph_map(
+      _seeded(dataset, params), encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def _pair_stream(params, input_context, path_spec=None) -> tf.data.Dataset:
@@ -324,8 +325,8 @@ def build_tlm_dataset(params: InfoXlmDataConfig,
     return mask_segments(packed, [0, 1], params, tokenizer,
                          _seed_or_none(seed, params, 2))
 
-  return _seeded(dataset, params).map(
-      encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return graph_map.graph_map(
+      _seeded(dataset, params), encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def _mixup_sides(pairs, partners, seed, params):
@@ -393,8 +394,8 @@ def build_xlco_dataset(params: InfoXlmDataConfig,
     return {f"{side}_{name}": value for side, packed in sides.items()
             for name, value in packed.items() if name != "position_ids"}
 
-  return _seeded(dataset, params).map(
-      encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+  return graph_map.graph_map(
+      _seeded(dataset, params), encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def first_lines(input_path: str, max_lines: int) -> List[str]:

@@ -28,10 +28,11 @@ import numpy as np
 import tensorflow as tf
 
 from cmlm.data_pipelines import corpus
-from cmlm.projects.misad import pmi_ngrams
+from cmlm.data_pipelines import graph_map
 from cmlm.data_pipelines import text_lines
 from cmlm.data_pipelines import tokenization
 from cmlm.data_pipelines import vocabulary
+from cmlm.projects.misad import pmi_ngrams
 from official.core import config_definitions as cfg
 
 
@@ -171,8 +172,8 @@ def build_misad_dataset(params: MisadDataConfig,
                               reshuffle_each_iteration=True).repeat()
   tokenizer = tokenization.build_wordpiece_tokenizer(
       tokenization_config, vocab=vocab)
-  dataset = dataset.map(
-      lambda text, span: encode_marked(tokenizer, text, span,
+  dataset = graph_map.graph_map(
+      dataset, lambda text, span: encode_marked(tokenizer, text, span,
                                        params.max_ngram_tokens),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   dataset = dataset.filter(lambda f: tf.reduce_any(f["ngram_weights"] > 0))

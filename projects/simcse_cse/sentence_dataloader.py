@@ -23,6 +23,7 @@ from absl import logging
 import tensorflow as tf
 
 from cmlm.data_pipelines import corpus
+from cmlm.data_pipelines import graph_map
 from cmlm.data_pipelines import masking
 from cmlm.data_pipelines import sentence_splitter
 from cmlm.data_pipelines import tokenization
@@ -177,6 +178,6 @@ class SentenceDataLoader:
         value.set_shape([static_batch] + value.shape.as_list()[1:])
       return features
 
-    dataset = dataset.enumerate().map(encode,
-                                      num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = graph_map.graph_map(dataset.enumerate(), encode,
+                                    num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
