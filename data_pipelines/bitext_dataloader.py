@@ -94,7 +94,8 @@ class BitextDataLoader(data_loader.DataLoader):
         features[f"target_{name}"] = value[size:]
       return features
 
-    dataset = graph_map.graph_map(dataset, encode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = graph_map.graph_map(dataset, encode,
+                                  num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

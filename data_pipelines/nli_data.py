@@ -175,5 +175,6 @@ class NliDataLoader(data_loader.DataLoader):
         features[f"hypothesis_{name}"] = value[size:]
       return features
 
-    return graph_map.graph_map(dataset, encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE)
+    return graph_map.graph_map(
+        dataset, encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+            tf.data.AUTOTUNE)

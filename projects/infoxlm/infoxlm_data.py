@@ -207,7 +207,8 @@ def _seeded(dataset: tf.data.Dataset, params) -> tf.data.Dataset:
   when `params.seed` is set, else None-like -1 seeds (stateful draws)."""
   base = -1 if params.seed is None else int(params.seed)
   return graph_map.graph_map(
-      dataset.enumerate(), lambda index, batch: (batch, tf.stack([tf.constant(base, tf.int64),
+      dataset.enumerate(),
+      lambda index, batch: (batch, tf.stack([tf.constant(base, tf.int64),
                                              index])))
 
 
@@ -295,7 +296,8 @@ def build_mmlm_dataset(params: InfoXlmDataConfig,
                          _seed_or_none(seed, params, 1))
 
   return graph_map.graph_map(
-      _seeded(dataset, params), encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+      _seeded(dataset, params), encode,
+      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def _pair_stream(params, input_context, path_spec=None) -> tf.data.Dataset:
@@ -326,7 +328,8 @@ def build_tlm_dataset(params: InfoXlmDataConfig,
                          _seed_or_none(seed, params, 2))
 
   return graph_map.graph_map(
-      _seeded(dataset, params), encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+      _seeded(dataset, params), encode,
+      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def _mixup_sides(pairs, partners, seed, params):
@@ -395,7 +398,8 @@ def build_xlco_dataset(params: InfoXlmDataConfig,
             for name, value in packed.items() if name != "position_ids"}
 
   return graph_map.graph_map(
-      _seeded(dataset, params), encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+      _seeded(dataset, params), encode,
+      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def first_lines(input_path: str, max_lines: int) -> List[str]:

@@ -174,7 +174,7 @@ def build_misad_dataset(params: MisadDataConfig,
       tokenization_config, vocab=vocab)
   dataset = graph_map.graph_map(
       dataset, lambda text, span: encode_marked(tokenizer, text, span,
-                                       params.max_ngram_tokens),
+                                                params.max_ngram_tokens),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   dataset = dataset.filter(lambda f: tf.reduce_any(f["ngram_weights"] > 0))
   batch_size = (input_context.get_per_replica_batch_size(

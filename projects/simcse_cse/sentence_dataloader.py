@@ -179,5 +179,5 @@ class SentenceDataLoader:
       return features
 
     dataset = graph_map.graph_map(dataset.enumerate(), encode,
-                                    num_parallel_calls=tf.data.AUTOTUNE)
+                                  num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
