@@ -354,3 +354,34 @@ def test_the_mine_scaling_table_lists_run_skipped_and_unfinished_cells(
       "| 100 | flat | not run: exact search is 2.0e+04 dot products | | | | "
       "| | |",
       "| 100 | ivf | stopped before it ended | | | | | | |"]
+
+
+def test_the_mine_scaling_tables_project_a_sampled_exact_search(tmp_path):
+  """A skipped flat cell whose exact search was sampled reads in hours at
+  the measured rate; each results file of the block gets its table."""
+  root = str(tmp_path)
+  base = {"command": "python benchmarks/mine_scaling.py", "commit": "abc",
+          "cpu": "Some CPU", "cpu_flags": ["avx2"], "cores": 2,
+          "date": "2026-11-28", "load": "0.1", "dim": 8, "clusters": 10,
+          "k": 4, "nprobe": 16, "complete": True, "results": {}}
+  _write(root, "a.json", json.dumps(dict(
+      base, cells=["1000000/flat"], skipped={"1000000/flat": {
+          "dot_products_both_ways": 2 * 10 ** 12, "sampled_exact": {
+              "queries": 10000, "index_seconds": 3.0,
+              "search_seconds": 200.0, "dot_products_per_second": 5 * 10 ** 7,
+              "projected_search_seconds_both_ways": 40000}}})))
+  stages = {n: {"seconds": 2.0, "peak_rss_mb": 10.0}
+            for n in ("index", "search", "margin")}
+  _write(root, "b.json", json.dumps(dict(
+      base, commit="def", cells=["1000000/hnsw"], results={
+          "1000000/hnsw": {"stages": stages, "pairs": 7}})))
+  page = ("# P\n\n<!-- figures:mine_scaling a.json b.json -->\n"
+          "<!-- /figures -->\n")
+  rendered = figures.render_document(page, root)
+  rows = [line for line in rendered.splitlines() if line.startswith("| 1")]
+  assert rows == [
+      "| 1,000,000 | flat | not run: exact search is 2.0e+12 dot products, "
+      "about 11.1 hours at the 5.00e+07 a second measured on 10,000 queries "
+      "| | | | | | |",
+      "| 1,000,000 | hnsw | 2.0 | 2.0 | 2.0 | 10 | 7 | n/a | n/a |"]
+  assert "commit `abc`" in rendered and "commit `def`" in rendered

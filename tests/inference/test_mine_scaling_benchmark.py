@@ -28,7 +28,8 @@ def test_the_cells_run_are_timed_and_the_skipped_listed(benchmark, tmp_path):
   output = tmp_path / "scaling.json"
   benchmark.main(["--sizes=300", "--indexes=flat,ivf,hnsw", "--dim=8",
                      "--clusters=10", "--recall_sample=50", "--k=2",
-                     "--skip=300/hnsw", f"--work_dir={tmp_path}",
+                     "--skip=300/hnsw", "--exact_sample=40",
+                     f"--work_dir={tmp_path}",
                      f"--output={output}"])
   report = json.loads(output.read_text())
   assert set(report["results"]) == {"300/flat", "300/ivf"}
@@ -49,3 +50,33 @@ def test_a_skip_outside_the_cells_is_refused(benchmark, tmp_path):
   with pytest.raises(SystemExit):
     benchmark.main(["--sizes=300", "--indexes=flat", "--skip=1000/flat",
                        f"--output={tmp_path / 'x.json'}"])
+  with pytest.raises(SystemExit):
+    benchmark.main(["--sizes=300", "--exact_sample=-1",
+                    f"--output={tmp_path / 'x.json'}"])
+
+
+def test_a_skipped_exact_search_is_timed_on_a_sample_and_projected(
+    benchmark, tmp_path):
+  """Exact search is linear in its queries: 50 of 400 rows searched
+  exactly, the whole search both ways is projected as 2 x 400 x 400 dot
+  products at the sample's rate."""
+  output = tmp_path / "scaling.json"
+  benchmark.main(["--sizes=400", "--indexes=flat,ivf", "--dim=8",
+                  "--clusters=10", "--recall_sample=20", "--k=2",
+                  "--skip=400/flat", "--exact_sample=50",
+                  f"--work_dir={tmp_path}", f"--output={output}"])
+  report = json.loads(output.read_text())
+  assert set(report["results"]) == {"400/ivf"}
+  skipped = report["skipped"]["400/flat"]
+  sample = skipped["sampled_exact"]
+  assert sample["queries"] == 50 and sample["search_seconds"] > 0
+  rate = 50 * 400 / sample["search_seconds"]
+  assert sample["dot_products_per_second"] == pytest.approx(rate, rel=0.02)
+  assert sample["projected_search_seconds_both_ways"] == pytest.approx(
+      skipped["dot_products_both_ways"] / rate, rel=0.02, abs=1)
+  # A skipped approximate cell has no exact sample; 0 turns it off.
+  benchmark.main(["--sizes=400", "--indexes=flat", "--dim=8",
+                  "--clusters=10", "--skip=400/flat", "--exact_sample=0",
+                  f"--work_dir={tmp_path}", f"--output={output}"])
+  assert json.loads(output.read_text())["skipped"] == {
+      "400/flat": {"dot_products_both_ways": 2 * 400 ** 2}}
