@@ -35,14 +35,16 @@ demo: $(STAMP)
 
 # Two pytest workers (pytest-xdist), a test file each at a time: on 2
 # cores the subprocess- and I/O-bound tests of one overlap the other's
-# TensorFlow work. --durations=30 lists where the time went.
+# TensorFlow work. The files go out in conftest.py's order (the longest
+# first), not by their number of tests. --durations=30 lists where the
+# time went.
 PYTEST_WORKERS ?= 2
 test: $(TEST_STAMP)
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=30
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # Everything but the end-to-end tests marked slow; the 15 slowest listed.
 test-fast: $(TEST_STAMP)
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" --durations=15
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow" --durations=15
 
 bench: $(STAMP)
 	$(PY) benchmarks/train_step.py

@@ -4,11 +4,22 @@ two logical CPUs for strategies.
 The CPU is split into two logical devices before TensorFlow runs anything, so
 tests can compare MirroredStrategy over two replicas with one device.
 """
+import collections
 import os
 import types
 
-import cmlm  # noqa: F401  (selects Keras 2 before TensorFlow loads)
-import tensorflow as tf
+# Under pytest-xdist, each worker (and each subprocess a test starts) gets
+# its share of the cores for TensorFlow's op threads and OpenMP (FAISS,
+# NumPy's BLAS) rather than a thread per core: with a worker per core, a
+# pool of a thread per core in each spins against the other's.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+  for _variable in ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_variable,
+                          str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+
+import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
+import tensorflow as tf  # noqa: E402
 
 _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(
@@ -16,6 +27,17 @@ tf.config.set_logical_device_configuration(
 
 
 import pytest  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
+  """The files with the most end-to-end tests (marked slow) first, each
+  file's tests in their order. Under pytest-xdist (`make test`, whose
+  --no-loadscope-reorder keeps this order), the long files start first and
+  the short ones fill the end, rather than a long file starting last while
+  the other worker has nothing left to run."""
+  slow = collections.Counter(item.nodeid.split("::")[0] for item in items
+                             if item.get_closest_marker("slow"))
+  items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
 
 
 @pytest.fixture(scope="session")

@@ -28,11 +28,17 @@ QUIET_LOAD = 0.5
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 
 
+# The Makefile's `test` recipe: "\t$(PY) -m pytest ARGS".
+MAKE_TEST = re.compile(r"^test:.*\n\t\$\(PY\) -m pytest (.*)$", re.M)
+
+
 def pytest_command(workers: int, extra) -> list:
-  """`make test`'s command (Makefile), with `extra` arguments."""
-  return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-          "-n", str(workers), "--dist", "loadfile", "--durations=30",
-          *extra]
+  """`make test`'s command, read from the Makefile, with `workers` and
+  `extra` arguments (and no cache written into the tree)."""
+  with open(os.path.join(REPO_ROOT, "Makefile"), encoding="utf-8") as f:
+    recipe = MAKE_TEST.search(f.read()).group(1)
+  return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+          *recipe.replace("$(PYTEST_WORKERS)", str(workers)).split(), *extra]
 
 
 def counts(output: str) -> dict:

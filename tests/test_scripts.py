@@ -87,13 +87,30 @@ def test_the_train_step_benchmark_runs_on_a_tiny_config():
   assert figures["pipeline_examples_per_s"] > 0
 
 
-def test_the_suite_timer_reads_pytest_s_counts_and_slowest_tests():
-  """benchmarks/test_suite_time.py's parsers on pytest's own output."""
+def _suite_timer():
   import importlib.util  # pylint: disable=g-import-not-at-top
   path = os.path.join(REPO_ROOT, "benchmarks", "test_suite_time.py")
   spec = importlib.util.spec_from_file_location("test_suite_time", path)
   timer = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(timer)
+  return timer
+
+
+def test_the_suite_timer_runs_the_makefile_s_test_command():
+  """What benchmarks/test_suite_time.py times is `make test`'s pytest
+  command as the Makefile holds it, with the workers asked for."""
+  command = _suite_timer().pytest_command(3, ["-x"])
+  assert command[:3] == [sys.executable, "-m", "pytest"]
+  assert command[-1] == "-x"
+  assert command[command.index("-n") + 1] == "3"
+  for flag in ("--dist", "loadfile", "--no-loadscope-reorder",
+               "--durations=30"):
+    assert flag in command
+
+
+def test_the_suite_timer_reads_pytest_s_counts_and_slowest_tests():
+  """benchmarks/test_suite_time.py's parsers on pytest's own output."""
+  timer = _suite_timer()
   output = ("=== slowest 30 durations ===\n"
             "192.69s call     tests/a.py::test_one\n"
             "73.68s setup    tests/b.py::test_two[tflite]\n"
