@@ -5,7 +5,9 @@ The CPU is split into two logical devices before TensorFlow runs anything, so
 tests can compare MirroredStrategy over two replicas with one device.
 """
 import collections
+import json
 import os
+import time
 import types
 
 # Under pytest-xdist, each worker (and each subprocess a test starts) gets
@@ -27,6 +29,23 @@ tf.config.set_logical_device_configuration(
 
 
 import pytest  # noqa: E402
+
+
+# benchmarks/test_suite_time.py's folder for each test's start and end, a
+# file per pytest-xdist worker (how busy each was, and when it finished).
+_TEST_TIMES = os.environ.get("CMLM_TEST_TIMES")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
+  start = time.time()
+  yield
+  worker = getattr(item.config, "workerinput", {}).get("workerid")
+  if _TEST_TIMES and worker:
+    with open(os.path.join(_TEST_TIMES, f"{worker}.jsonl"), "a",
+              encoding="utf-8") as f:
+      f.write(json.dumps({"test": item.nodeid, "start": start,
+                          "end": time.time()}) + "\n")
 
 
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument

@@ -8,7 +8,11 @@ The suite's budget is 20 minutes of pytest on a quiet 2-core machine
 (BUILD.md renders the figure from the results file). Run it with nothing
 else running: the load before and after is recorded beside the time, and
 the run is flagged `quiet: false` when the 1-minute load at the start is
-0.5 or more.
+0.5 or more. With more than one worker it also records how long each
+pytest-xdist worker was busy and when it finished (a worker that finished
+long before the other is time a better order of the files would save), and
+the files that took longest (conftest.py writes each test's start and end
+where CMLM_TEST_TIMES says).
 """
 import argparse
 import json
@@ -16,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -60,6 +65,33 @@ def slowest(output: str) -> list:
           for seconds, phase, test in DURATION.findall(output)]
 
 
+def worker_times(folder: str, top: int = 15) -> dict:
+  """From conftest.py's record of each test's start and end per pytest-xdist
+  worker (CMLM_TEST_TIMES): each worker's seconds busy and when it finished
+  after the first test started, and the `top` files that took longest."""
+  tests = []
+  for name in sorted(os.listdir(folder)):
+    with open(os.path.join(folder, name), encoding="utf-8") as f:
+      tests += [dict(json.loads(line), worker=name[:-len(".jsonl")])
+                for line in f]
+  if not tests:
+    return {}
+  first = min(t["start"] for t in tests)
+  workers, files = {}, {}
+  for t in tests:
+    figure = workers.setdefault(t["worker"], {"busy_s": 0.0,
+                                              "finished_at_s": 0.0})
+    figure["busy_s"] += t["end"] - t["start"]
+    figure["finished_at_s"] = max(figure["finished_at_s"], t["end"] - first)
+    path = t["test"].split("::")[0]
+    files[path] = files.get(path, 0.0) + t["end"] - t["start"]
+  return {"workers": {w: {k: round(v, 1) for k, v in f.items()}
+                      for w, f in sorted(workers.items())},
+          "slowest_files": [{"file": path, "seconds": round(seconds, 1)}
+                            for path, seconds in sorted(
+                                files.items(), key=lambda x: -x[1])[:top]]}
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--workers", type=int, default=2)
@@ -77,10 +109,13 @@ def main(argv=None) -> int:
   command = pytest_command(args.workers, args.extra)
   print(f"running {' '.join(command[1:])} (load {load_before})",
         file=sys.stderr, flush=True)
-  start = time.perf_counter()
-  run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
-                       text=True, check=False)
-  seconds = time.perf_counter() - start
+  with tempfile.TemporaryDirectory() as times:
+    start = time.perf_counter()
+    run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
+                         text=True, check=False,
+                         env=dict(os.environ, CMLM_TEST_TIMES=times))
+    seconds = time.perf_counter() - start
+    per_worker = worker_times(times)
   output = run.stdout + run.stderr
   if args.log:
     with open(args.log, "w", encoding="utf-8") as f:
@@ -104,6 +139,7 @@ def main(argv=None) -> int:
                      "load": f"{load_before} at the start"},
                     **counts(output))]}
   result["runs"][0]["slowest"] = slowest(output)
+  result["runs"][0].update(per_worker)
   result["runs"][0]["tests"] = sum(
       result["runs"][0].get(k, 0) for k in ("passed", "failed", "skipped",
                                              "error"))

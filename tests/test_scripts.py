@@ -108,6 +108,39 @@ def test_the_suite_timer_runs_the_makefile_s_test_command():
     assert flag in command
 
 
+def test_the_suite_timer_sums_each_worker_s_tests_and_files(tmp_path):
+  """Each worker's busy seconds and when it finished, from conftest.py's
+  record of the tests' starts and ends; the files by their seconds."""
+  def write(worker, *tests):
+    (tmp_path / f"{worker}.jsonl").write_text("".join(
+        json.dumps({"test": name, "start": start, "end": end}) + "\n"
+        for name, start, end in tests))
+  write("gw0", ("a.py::x", 100.0, 110.0), ("b.py::y", 111.0, 112.5))
+  write("gw1", ("c.py::z", 100.5, 130.0), ("a.py::w", 130.0, 131.0))
+  figures = _suite_timer().worker_times(str(tmp_path), top=2)
+  assert figures["workers"] == {
+      "gw0": {"busy_s": 11.5, "finished_at_s": 12.5},
+      "gw1": {"busy_s": 30.5, "finished_at_s": 31.0}}
+  assert figures["slowest_files"] == [{"file": "c.py", "seconds": 29.5},
+                                      {"file": "a.py", "seconds": 11.0}]
+
+
+def test_conftest_records_each_test_of_a_worker(tmp_path):
+  """Under pytest-xdist with CMLM_TEST_TIMES set, each worker writes its
+  tests' starts and ends, which the suite timer reads."""
+  env = dict(os.environ, CMLM_TEST_TIMES=str(tmp_path))
+  completed = subprocess.run(
+      [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+       "-n", "2", "--dist", "loadfile", "tests/test_suite_order.py",
+       "tests/test_layering.py::test_the_graph_names_every_layer_below_itself"],
+      cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+  assert completed.returncode == 0, completed.stdout[-2000:]
+  figures = _suite_timer().worker_times(str(tmp_path))
+  assert set(figures["workers"]) == {"gw0", "gw1"}
+  assert {f["file"] for f in figures["slowest_files"]} == {
+      "tests/test_suite_order.py", "tests/test_layering.py"}
+
+
 def test_the_suite_timer_reads_pytest_s_counts_and_slowest_tests():
   """benchmarks/test_suite_time.py's parsers on pytest's own output."""
   timer = _suite_timer()
