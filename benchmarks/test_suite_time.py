@@ -12,7 +12,8 @@ the run is flagged `quiet: false` when the 1-minute load at the start is
 pytest-xdist worker was busy and when it finished (a worker that finished
 long before the other is time a better order of the files would save), and
 the files that took longest (conftest.py writes each test's start and end
-where CMLM_TEST_TIMES says).
+where CMLM_TEST_TIMES says; `--times` keeps them), and the share of the
+CPUs' time that was busy during the run (/proc/stat).
 """
 import argparse
 import json
@@ -92,6 +93,24 @@ def worker_times(folder: str, top: int = 15) -> dict:
                                 files.items(), key=lambda x: -x[1])[:top]]}
 
 
+def cpu_times():
+  """(busy, total) jiffies of all CPUs since boot (/proc/stat), or None."""
+  try:
+    with open("/proc/stat", encoding="ascii") as f:
+      fields = [int(x) for x in f.readline().split()[1:]]
+  except (OSError, ValueError):
+    return None
+  idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+  return sum(fields) - idle, sum(fields)
+
+
+def busy_share(before, after):
+  """The share of the CPUs' time that was busy between two `cpu_times()`."""
+  if before is None or after is None or after[1] == before[1]:
+    return None
+  return round((after[0] - before[0]) / (after[1] - before[1]), 3)
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--workers", type=int, default=2)
@@ -99,6 +118,9 @@ def main(argv=None) -> int:
       REPO_ROOT, "docs", "results", "test_suite.json"))
   parser.add_argument("--log", default=None,
                       help="also write pytest's output to this file")
+  parser.add_argument("--times", default=None,
+                      help="also write each test's worker, start and end "
+                      "(JSON lines) to this file")
   parser.add_argument("extra", nargs="*", help="more pytest arguments")
   args = parser.parse_args(argv)
   if args.workers < 1:
@@ -110,12 +132,20 @@ def main(argv=None) -> int:
   print(f"running {' '.join(command[1:])} (load {load_before})",
         file=sys.stderr, flush=True)
   with tempfile.TemporaryDirectory() as times:
-    start = time.perf_counter()
+    cpu_before, start = cpu_times(), time.perf_counter()
     run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
                          text=True, check=False,
                          env=dict(os.environ, CMLM_TEST_TIMES=times))
     seconds = time.perf_counter() - start
+    cpu_busy = busy_share(cpu_before, cpu_times())
     per_worker = worker_times(times)
+    if args.times:
+      with open(args.times, "w", encoding="utf-8") as out:
+        for name in sorted(os.listdir(times)):
+          with open(os.path.join(times, name), encoding="utf-8") as f:
+            out.writelines(json.dumps(dict(json.loads(line),
+                                           worker=name[:-len(".jsonl")]))
+                           + "\n" for line in f)
   output = run.stdout + run.stderr
   if args.log:
     with open(args.log, "w", encoding="utf-8") as f:
@@ -125,7 +155,7 @@ def main(argv=None) -> int:
       "command": unit_provenance.without_local_paths(
           " ".join(["python", "benchmarks/test_suite_time.py"]
                    + (argv if argv is not None else sys.argv[1:])),
-          ("log", "results")),
+          ("log", "results", "times")),
       "commit": commit, "code_modified": modified,
       "cpu": unit_provenance.cpu_model(),
       "cpu_flags": [f for f, on in unit_provenance.isa_flags().items() if on],
@@ -139,7 +169,7 @@ def main(argv=None) -> int:
                      "load": f"{load_before} at the start"},
                     **counts(output))]}
   result["runs"][0]["slowest"] = slowest(output)
-  result["runs"][0].update(per_worker)
+  result["runs"][0].update(per_worker, cpu_busy=cpu_busy)
   result["runs"][0]["tests"] = sum(
       result["runs"][0].get(k, 0) for k in ("passed", "failed", "skipped",
                                              "error"))

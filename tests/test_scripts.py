@@ -125,6 +125,15 @@ def test_the_suite_timer_sums_each_worker_s_tests_and_files(tmp_path):
                                       {"file": "a.py", "seconds": 11.0}]
 
 
+def test_the_suite_timer_s_cpu_share_is_busy_over_all_time():
+  """(busy, total) jiffies: the share busy between two readings."""
+  timer = _suite_timer()
+  assert timer.busy_share((100, 400), (250, 600)) == 0.75
+  assert timer.busy_share(None, (1, 2)) is None
+  busy, total = timer.cpu_times()
+  assert 0 <= busy <= total
+
+
 def test_conftest_records_each_test_of_a_worker(tmp_path):
   """Under pytest-xdist with CMLM_TEST_TIMES set, each worker writes its
   tests' starts and ends, which the suite timer reads."""
