@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -134,20 +135,28 @@ def test_the_suite_timer_s_cpu_share_is_busy_over_all_time():
   assert 0 <= busy <= total
 
 
-def test_conftest_records_each_test_of_a_worker(tmp_path):
-  """Under pytest-xdist with CMLM_TEST_TIMES set, each worker writes its
-  tests' starts and ends, which the suite timer reads."""
-  env = dict(os.environ, CMLM_TEST_TIMES=str(tmp_path))
-  completed = subprocess.run(
-      [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-       "-n", "2", "--dist", "loadfile", "tests/test_suite_order.py",
-       "tests/test_layering.py::test_the_graph_names_every_layer_below_itself"],
-      cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
-  assert completed.returncode == 0, completed.stdout[-2000:]
+def test_conftest_records_each_test_of_a_worker(tmp_path, monkeypatch):
+  """conftest.py's hook around each test: in a pytest-xdist worker, with
+  CMLM_TEST_TIMES set, the test's start and end go to the worker's file,
+  which the suite timer reads; outside a worker, nothing is written."""
+  import conftest  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(conftest, "_TEST_TIMES", str(tmp_path))
+
+  def run(nodeid, **config):
+    item = types.SimpleNamespace(nodeid=nodeid,
+                                 config=types.SimpleNamespace(**config))
+    hook = conftest.pytest_runtest_protocol(item, None)
+    next(hook)
+    time.sleep(0.1)  # the test
+    with pytest.raises(StopIteration):
+      next(hook)
+  run("tests/a.py::one", workerinput={"workerid": "gw1"})
+  run("tests/a.py::two")  # not a worker: pytest without -n
   figures = _suite_timer().worker_times(str(tmp_path))
-  assert set(figures["workers"]) == {"gw0", "gw1"}
-  assert {f["file"] for f in figures["slowest_files"]} == {
-      "tests/test_suite_order.py", "tests/test_layering.py"}
+  assert list(figures["workers"]) == ["gw1"]
+  assert figures["workers"]["gw1"]["busy_s"] >= 0.1
+  assert figures["slowest_files"] == [
+      {"file": "tests/a.py", "seconds": figures["workers"]["gw1"]["busy_s"]}]
 
 
 def test_the_suite_timer_reads_pytest_s_counts_and_slowest_tests():
