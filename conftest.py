@@ -7,6 +7,7 @@ tests can compare MirroredStrategy over two replicas with one device.
 import collections
 import json
 import os
+import resource
 import time
 import types
 
@@ -32,20 +33,32 @@ import pytest  # noqa: E402
 
 
 # benchmarks/test_suite_time.py's folder for each test's start and end, a
-# file per pytest-xdist worker (how busy each was, and when it finished).
+# file per pytest-xdist worker (how busy each was, and when it finished),
+# with the CPU seconds the worker itself and its finished subprocesses
+# spent in it: a test much longer than its CPU seconds was waiting.
 _TEST_TIMES = os.environ.get("CMLM_TEST_TIMES")
+
+
+def _cpu_seconds():
+  """(this process's, its waited-for children's) user + system seconds."""
+  own = resource.getrusage(resource.RUSAGE_SELF)
+  children = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return (own.ru_utime + own.ru_stime,
+          children.ru_utime + children.ru_stime)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
-  start = time.time()
+  start, cpu = time.time(), _cpu_seconds()
   yield
   worker = getattr(item.config, "workerinput", {}).get("workerid")
   if _TEST_TIMES and worker:
+    own, children = (round(b - a, 3) for a, b in zip(cpu, _cpu_seconds()))
     with open(os.path.join(_TEST_TIMES, f"{worker}.jsonl"), "a",
               encoding="utf-8") as f:
       f.write(json.dumps({"test": item.nodeid, "start": start,
-                          "end": time.time()}) + "\n")
+                          "end": time.time(), "cpu_s": own,
+                          "subprocess_cpu_s": children}) + "\n")
 
 
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument

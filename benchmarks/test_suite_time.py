@@ -9,8 +9,10 @@ The suite's budget is 20 minutes of pytest on a quiet 2-core machine
 else running: the load before and after is recorded beside the time, and
 the run is flagged `quiet: false` when the 1-minute load at the start is
 0.5 or more. With more than one worker it also records how long each
-pytest-xdist worker was busy and when it finished (a worker that finished
-long before the other is time a better order of the files would save), and
+pytest-xdist worker was busy, when it finished (a worker that finished
+long before the other is time a better order of the files would save) and
+the CPU seconds it and its subprocesses spent (far fewer than its busy
+seconds: its tests were waiting), and
 the files that took longest (conftest.py writes each test's start and end
 where CMLM_TEST_TIMES says; `--times` keeps them), and the share of the
 CPUs' time that was busy during the run (/proc/stat).
@@ -68,8 +70,9 @@ def slowest(output: str) -> list:
 
 def worker_times(folder: str, top: int = 15) -> dict:
   """From conftest.py's record of each test's start and end per pytest-xdist
-  worker (CMLM_TEST_TIMES): each worker's seconds busy and when it finished
-  after the first test started, and the `top` files that took longest."""
+  worker (CMLM_TEST_TIMES): each worker's seconds busy, when it finished
+  after the first test started and the CPU seconds it and its subprocesses
+  spent, and the `top` files that took longest."""
   tests = []
   for name in sorted(os.listdir(folder)):
     with open(os.path.join(folder, name), encoding="utf-8") as f:
@@ -80,9 +83,12 @@ def worker_times(folder: str, top: int = 15) -> dict:
   first = min(t["start"] for t in tests)
   workers, files = {}, {}
   for t in tests:
-    figure = workers.setdefault(t["worker"], {"busy_s": 0.0,
-                                              "finished_at_s": 0.0})
+    figure = workers.setdefault(t["worker"], {
+        "busy_s": 0.0, "finished_at_s": 0.0, "cpu_s": 0.0,
+        "subprocess_cpu_s": 0.0})
     figure["busy_s"] += t["end"] - t["start"]
+    figure["cpu_s"] += t.get("cpu_s", 0.0)
+    figure["subprocess_cpu_s"] += t.get("subprocess_cpu_s", 0.0)
     figure["finished_at_s"] = max(figure["finished_at_s"], t["end"] - first)
     path = t["test"].split("::")[0]
     files[path] = files.get(path, 0.0) + t["end"] - t["start"]

@@ -114,14 +114,17 @@ def test_the_suite_timer_sums_each_worker_s_tests_and_files(tmp_path):
   record of the tests' starts and ends; the files by their seconds."""
   def write(worker, *tests):
     (tmp_path / f"{worker}.jsonl").write_text("".join(
-        json.dumps({"test": name, "start": start, "end": end}) + "\n"
+        json.dumps({"test": name, "start": start, "end": end, "cpu_s": 1.0,
+                    "subprocess_cpu_s": 0.5}) + "\n"
         for name, start, end in tests))
   write("gw0", ("a.py::x", 100.0, 110.0), ("b.py::y", 111.0, 112.5))
   write("gw1", ("c.py::z", 100.5, 130.0), ("a.py::w", 130.0, 131.0))
   figures = _suite_timer().worker_times(str(tmp_path), top=2)
   assert figures["workers"] == {
-      "gw0": {"busy_s": 11.5, "finished_at_s": 12.5},
-      "gw1": {"busy_s": 30.5, "finished_at_s": 31.0}}
+      "gw0": {"busy_s": 11.5, "finished_at_s": 12.5, "cpu_s": 2.0,
+              "subprocess_cpu_s": 1.0},
+      "gw1": {"busy_s": 30.5, "finished_at_s": 31.0, "cpu_s": 2.0,
+              "subprocess_cpu_s": 1.0}}
   assert figures["slowest_files"] == [{"file": "c.py", "seconds": 29.5},
                                       {"file": "a.py", "seconds": 11.0}]
 
@@ -152,6 +155,11 @@ def test_conftest_records_each_test_of_a_worker(tmp_path, monkeypatch):
       next(hook)
   run("tests/a.py::one", workerinput={"workerid": "gw1"})
   run("tests/a.py::two")  # not a worker: pytest without -n
+  with open(tmp_path / "gw1.jsonl", encoding="utf-8") as f:
+    (recorded,) = [json.loads(line) for line in f]
+  # A sleeping test spends (almost) no CPU in the worker or a subprocess.
+  assert 0 <= recorded["cpu_s"] < recorded["end"] - recorded["start"]
+  assert recorded["subprocess_cpu_s"] == 0
   figures = _suite_timer().worker_times(str(tmp_path))
   assert list(figures["workers"]) == ["gw1"]
   assert figures["workers"]["gw1"]["busy_s"] >= 0.1
