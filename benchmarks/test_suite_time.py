@@ -12,10 +12,9 @@ the run is flagged `quiet: false` when the 1-minute load at the start is
 pytest-xdist worker was busy, when it finished (a worker that finished
 long before the other is time a better order of the files would save) and
 the CPU seconds it and its subprocesses spent (far fewer than its busy
-seconds: its tests were waiting), and
-the files that took longest (conftest.py writes each test's start and end
-where CMLM_TEST_TIMES says; `--times` keeps them), and the share of the
-CPUs' time that was busy during the run (/proc/stat).
+seconds: its tests were waiting); the files that took longest (conftest.py
+writes each test's start and end where CMLM_TEST_TIMES says; `--times`
+keeps them); and the share of the CPUs' time that was busy (/proc/stat).
 """
 import argparse
 import json
@@ -68,16 +67,23 @@ def slowest(output: str) -> list:
           for seconds, phase, test in DURATION.findall(output)]
 
 
-def worker_times(folder: str, top: int = 15) -> dict:
-  """From conftest.py's record of each test's start and end per pytest-xdist
-  worker (CMLM_TEST_TIMES): each worker's seconds busy, when it finished
-  after the first test started and the CPU seconds it and its subprocesses
-  spent, and the `top` files that took longest."""
+def read_times(folder: str) -> list:
+  """conftest.py's record (CMLM_TEST_TIMES): a dict per test, its worker
+  added from the file's name."""
   tests = []
   for name in sorted(os.listdir(folder)):
     with open(os.path.join(folder, name), encoding="utf-8") as f:
       tests += [dict(json.loads(line), worker=name[:-len(".jsonl")])
                 for line in f]
+  return tests
+
+
+def worker_times(folder: str, top: int = 15) -> dict:
+  """From conftest.py's record of each test's start and end per pytest-xdist
+  worker (CMLM_TEST_TIMES): each worker's seconds busy, when it finished
+  after the first test started and the CPU seconds it and its subprocesses
+  spent, and the `top` files that took longest."""
+  tests = read_times(folder)
   if not tests:
     return {}
   first = min(t["start"] for t in tests)
@@ -147,11 +153,7 @@ def main(argv=None) -> int:
     per_worker = worker_times(times)
     if args.times:
       with open(args.times, "w", encoding="utf-8") as out:
-        for name in sorted(os.listdir(times)):
-          with open(os.path.join(times, name), encoding="utf-8") as f:
-            out.writelines(json.dumps(dict(json.loads(line),
-                                           worker=name[:-len(".jsonl")]))
-                           + "\n" for line in f)
+        out.writelines(json.dumps(test) + "\n" for test in read_times(times))
   output = run.stdout + run.stderr
   if args.log:
     with open(args.log, "w", encoding="utf-8") as f:
