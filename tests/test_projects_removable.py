@@ -10,6 +10,7 @@ tests that read a registry's contents pass. (Deleting one project is
 a part of deleting all: a project imports no other project,
 tests/test_layering.py.)
 """
+import ast
 import json
 import os
 import re
@@ -112,23 +113,68 @@ REGISTRY_READERS = ("COMMANDS", "registered_kinds", "registered_experiments",
 
 
 def core_tests_reading_the_registries(root):
-  """The core's test files (relative to `root`) that read a registry's
-  contents (`REGISTRY_READERS`): the only core tests whose outcome the
-  projects' registrations can change, since no core module imports a
-  project (tests/test_layering.py). The docs' tests are left out: the
-  pages name the projects by design (a project's removal takes its row
-  out of the README and regenerates the reference)."""
+  """The core's tests (node ids, relative to `root`) that read a
+  registry's contents (`REGISTRY_READERS`): the only core tests whose
+  outcome the projects' registrations can change, since no core module
+  imports a project (tests/test_layering.py). A test is selected when its
+  code (decorators included) names a reader, or names or takes as a fixture
+  a definition of its file that does, however deep (`_tests_reading`). The
+  docs' tests are left out: the pages name the projects by design (a
+  project's removal takes its row out of the README and regenerates the
+  reference)."""
   selected = []
   for path in helpers.walk_sources(os.path.join(root, "tests")):
     name = os.path.basename(path)
     if not name.startswith("test_") or name in ("test_docs.py",
                                                 os.path.basename(__file__)):
       continue
-    with open(path, encoding="utf-8") as f:
-      text = f.read()
-    if any(reader in text for reader in REGISTRY_READERS):
-      selected.append(os.path.relpath(path, root))
+    relative = os.path.relpath(path, root)
+    selected += [f"{relative}::{test}" for test in _tests_reading(path)]
   return sorted(selected)
+
+
+def _defined_names(node):
+  """The module-level names a statement of a test file defines."""
+  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    return [node.name]
+  if isinstance(node, (ast.Import, ast.ImportFrom)):
+    return [(alias.asname or alias.name).split(".")[0]
+            for alias in node.names]
+  return [target.id for target in ast.walk(node)
+          if isinstance(target, ast.Name) and isinstance(target.ctx,
+                                                         ast.Store)]
+
+
+def _tests_reading(path):
+  """The tests of one file (module-level functions `test_*` and classes
+  `Test*`) that read a registry. A module-level definition reads one when
+  its code names a reader or a name it uses (or a fixture it takes) is a
+  definition that reads one; an autouse fixture that reads one selects
+  every test of the file."""
+  with open(path, encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  reads, uses = {}, {}
+  for node in tree.body:
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    used |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    used |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)}
+    names_a_reader = any(reader in ast.unparse(node)
+                         for reader in REGISTRY_READERS)
+    for name in _defined_names(node):
+      reads[name] = reads.get(name, False) or names_a_reader
+      uses.setdefault(name, set()).update(used)
+  changed = True
+  while changed:  # to a fixed point: whatever uses a reader reads too
+    changed = False
+    for name, used in uses.items():
+      if not reads[name] and any(reads.get(u) for u in used - {name}):
+        reads[name] = changed = True
+  autouse = any(reads[node.name] and "autouse=True" in ast.unparse(node)
+                for node in tree.body if isinstance(node, ast.FunctionDef))
+  return [node.name for node in tree.body
+          if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+          and node.name.startswith(("test_", "Test"))
+          and (autouse or reads[node.name])]
 
 
 def override_string(tree, prefix=""):
@@ -142,14 +188,67 @@ def override_string(tree, prefix=""):
 
 
 def test_the_selection_finds_the_tests_that_read_a_registry():
-  """The selection itself: the command line's tests (the command list) and
-  the experiments' (the registered names) are selected, a loss's are not."""
+  """The selection itself, test by test: the command line's listing test
+  (the command list) and the experiments' (the registered names) are
+  selected; a test of the same file that reads no registry and a loss's
+  tests are not."""
   selected = core_tests_reading_the_registries(REPO_ROOT)
-  assert os.path.join("tests", "cmlm", "test_cli.py") in selected
-  assert os.path.join("tests", "experiments", "test_experiments.py") in (
+  cli = os.path.join("tests", "cmlm", "test_cli.py")
+  assert f"{cli}::test_without_a_known_command_the_commands_are_listed" in (
       selected)
-  assert os.path.join("tests", "modeling", "test_bitext_loss.py") not in (
-      selected)
+  assert f"{cli}::test_an_unknown_flag_is_a_one_line_error" not in selected
+  assert any(test.startswith(os.path.join("tests", "experiments",
+                                          "test_experiments.py") + "::")
+             for test in selected)
+  assert not any(test.startswith(os.path.join("tests", "modeling",
+                                              "test_bitext_loss.py"))
+                 for test in selected)
+
+
+READS = """
+import pytest
+from cmlm.commands import COMMANDS
+NAMES = sorted(COMMANDS)
+def names():
+  return NAMES
+def deeper():
+  return names()
+@pytest.fixture
+def listed():
+  return deeper()
+def test_direct():
+  assert COMMANDS
+def test_through_helpers():
+  assert deeper()
+def test_through_a_fixture(listed):
+  assert listed
+@pytest.mark.parametrize("name", NAMES)
+def test_parametrized(name):
+  assert name
+def test_nothing():
+  assert True
+"""
+
+
+def test_a_test_reading_a_registry_through_its_file_s_helpers_is_selected(
+    tmp_path):
+  """Through a helper, a fixture, a module constant, however deep, and
+  every test of a file by an autouse fixture; a test naming nothing that
+  reads is left out."""
+  tests = tmp_path / "tests"
+  tests.mkdir()
+  (tests / "test_reads.py").write_text(READS)
+  (tests / "test_autouse.py").write_text(
+      "import pytest\n"
+      "from cmlm.evaluation import tasks\n"
+      "@pytest.fixture(autouse=True)\ndef every():\n  assert tasks.TASKS\n"
+      "def test_one():\n  assert True\n")
+  (tests / "test_none.py").write_text("def test_plain():\n  assert 1\n")
+  reads = os.path.join("tests", "test_reads.py") + "::"
+  assert core_tests_reading_the_registries(str(tmp_path)) == [
+      os.path.join("tests", "test_autouse.py") + "::test_one",
+      reads + "test_direct", reads + "test_parametrized",
+      reads + "test_through_a_fixture", reads + "test_through_helpers"]
 
 
 @pytest.mark.slow
@@ -213,7 +312,8 @@ def test_the_core_stands_with_every_project_deleted(tmp_path,
   assert np.load(tmp_path / "vectors.npy").shape[0] == 2
 
   selected = core_tests_reading_the_registries(root)
-  assert os.path.join("tests", "cmlm", "test_cli.py") in selected
+  assert any(test.startswith(os.path.join("tests", "cmlm", "test_cli.py"))
+             for test in selected)
   env[shared_builds.ROOT_VARIABLE] = shared_builds.shared_root(
       tmp_path_factory)
   tests = run("-m", "pytest", "-q", "-x", "-m", "not slow",
