@@ -24,9 +24,16 @@
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
-from scipy import stats
 
 RESAMPLES = 2000
+
+
+def _stats():
+  """scipy.stats, imported on first use: every command loads this module
+  through the registry (the evaluation tasks), few compute a statistic, and
+  scipy.stats alone takes about half a second of each command's start."""
+  from scipy import stats  # pylint: disable=g-import-not-at-top
+  return stats
 
 
 def spearman_times_100(predicted: np.ndarray, gold: np.ndarray,
@@ -41,7 +48,7 @@ def spearman_times_100(predicted: np.ndarray, gold: np.ndarray,
   if len(gold) < 2 or np.ptp(predicted) == 0 or np.ptp(gold) == 0:
     return float("nan")
   if ties == "average":
-    return 100.0 * float(stats.spearmanr(predicted, gold).statistic)
+    return 100.0 * float(_stats().spearmanr(predicted, gold).statistic)
   if ties == "sort order":
     rank = lambda x: np.argsort(np.argsort(x)).astype(np.float64)
     return 100.0 * float(np.corrcoef(rank(predicted), rank(gold))[0, 1])
@@ -52,7 +59,7 @@ def pearson_times_100(predicted: np.ndarray, gold: np.ndarray) -> float:
   """Pearson's r x 100; NaN when either side is constant."""
   if len(gold) < 2 or np.ptp(predicted) == 0 or np.ptp(gold) == 0:
     return float("nan")
-  return 100.0 * float(stats.pearsonr(predicted, gold).statistic)
+  return 100.0 * float(_stats().pearsonr(predicted, gold).statistic)
 
 
 def bootstrap_draws(difference: Callable[[np.ndarray, Optional[np.ndarray]],
@@ -121,7 +128,7 @@ def t_interval(differences: Sequence[float], confidence: float = 0.95
             "interval": None, "confidence": confidence, "seeds": n,
             "sd": None, "t": None}
   mean, sd = float(values.mean()), float(values.std(ddof=1))
-  t = float(stats.t.ppf((1 + confidence) / 2, n - 1))
+  t = float(_stats().t.ppf((1 + confidence) / 2, n - 1))
   half = float(t * sd / np.sqrt(n))
   return {"mean": mean, "interval": [mean - half, mean + half],
           "confidence": confidence, "seeds": n, "sd": sd, "t": t}
@@ -141,7 +148,7 @@ def paired_t_p(differences: Sequence[float]) -> Optional[float]:
   if sd == 0:
     return 1.0 if mean == 0 else 0.0
   t = mean / (sd / np.sqrt(n))
-  return float(2 * stats.t.sf(abs(t), n - 1))
+  return float(2 * _stats().t.sf(abs(t), n - 1))
 
 
 def holm(p_values: Sequence[Optional[float]]) -> list:
@@ -171,7 +178,7 @@ def sign_test(differences: Sequence[float]) -> Tuple[int, int, float]:
   positive = sum(d > 0 for d in nonzero)
   if not nonzero:
     return 0, 0, 1.0
-  p = stats.binomtest(positive, len(nonzero), 0.5).pvalue
+  p = _stats().binomtest(positive, len(nonzero), 0.5).pvalue
   return positive, len(nonzero), float(p)
 
 

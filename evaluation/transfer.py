@@ -27,8 +27,6 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import threadpoolctl
-from sklearn import linear_model
-from sklearn import model_selection
 
 from cmlm.evaluation.encoders import Encoder
 from cmlm.evaluation.transfer_readers import LabelledPairs
@@ -59,6 +57,10 @@ def kfold_indices(labels: np.ndarray, k: int, seed: int = SEED
   a test example."""
   smallest = int(np.min(np.bincount(labels)[np.bincount(labels) > 0]))
   folds = max(2, min(k, smallest))  # a class rarer than k cannot fill k folds
+  # scikit-learn is imported here, on first use, as in `train_classifier`:
+  # every command loads this module through the registry, few fit a
+  # classifier, and the import takes a fifth of a second of each start.
+  from sklearn import model_selection  # pylint: disable=g-import-not-at-top
   splitter = model_selection.StratifiedKFold(folds, shuffle=True,
                                              random_state=seed)
   return list(splitter.split(np.zeros(len(labels)), labels))
@@ -67,6 +69,7 @@ def kfold_indices(labels: np.ndarray, k: int, seed: int = SEED
 def train_classifier(features: np.ndarray, labels: np.ndarray,
                      regularization: float):
   """A logistic regression with inverse L2 strength C (SentEval's)."""
+  from sklearn import linear_model  # pylint: disable=g-import-not-at-top
   classifier = linear_model.LogisticRegression(C=regularization, max_iter=1000,
                                                random_state=SEED)
   # One BLAS thread: L-BFGS's many small products run 10-30x slower with

@@ -74,6 +74,11 @@ IMPORT_THE_CORE = """
 import importlib, json, os, sys
 import cmlm
 from cmlm import registry_imports  # the registry, without its project lines
+# What every command loads at its start: not the libraries a few use.
+at_start = sorted(name for name in sys.modules
+                  if name.split(".")[0] in ("sklearn", "apache_beam", "faiss",
+                                            "torch", "mteb")
+                  or name.startswith("scipy.stats"))
 from tests import helpers
 from tests import shared_builds
 root = os.getcwd()
@@ -96,6 +101,7 @@ from cmlm.modeling import pooling_heads
 from cmlm.objectives import base
 from cmlm.training import run_config
 print(json.dumps({
+    "at_start": at_start,
     "modules": modules,
     "experiments": run_config.registered_experiments(),
     "objectives": base.registered_kinds(),
@@ -285,6 +291,7 @@ def test_the_core_stands_with_every_project_deleted(tmp_path,
   imported = run("-c", IMPORT_THE_CORE, *LAYERS_OF_THE_CORE)
   assert imported.returncode == 0, imported.stderr[-3000:]
   found = json.loads(imported.stdout.strip().splitlines()[-1])
+  assert found["at_start"] == []  # imported where used (a command's start)
   assert "cmlm.training.train" in found["modules"]
   assert "cmlm.inference.embedders" in found["modules"]
   # The core's registrations stand, and only they: the commands are the
