@@ -41,6 +41,26 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 
 
+def without_autotuning_model(dataset: tf.data.Dataset) -> tf.data.Dataset:
+  """`dataset` with tf.data's autotuning model off
+  (`tf.data.Options().autotune.enabled = False`).
+
+  The model runs a thread beside each iterator that sleeps between its
+  optimisations, a period that doubles up to a minute while the iterator
+  lives. Releasing the iterator waits for that sleep to end, and the
+  release happens in Python's garbage collector, holding the GIL: a process
+  that trains and then goes on (the demo, the Python API, a test session)
+  stopped dead for up to a minute at a random later moment, when the
+  finished run's input iterator was collected. Without the model, the
+  pipelines' AUTOTUNE values take tf.data's defaults: maps and interleaves
+  run as many calls at once as there are cores (at most 16), and prefetch
+  buffers grow while the step waits for them.
+  """
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return dataset.with_options(options)
+
+
 @dataclasses.dataclass
 class SentenceEncoderTaskConfig(cfg.TaskConfig):
   """The encoder, its tokenization and the weighted objectives of a run.
@@ -210,7 +230,7 @@ class SentenceEncoderTask(base_task.Task):
     if not datasets:
       raise ValueError("No objective of task.objectives has validation data "
                        "(validation_data.input_path); nothing to evaluate.")
-    return tf.data.Dataset.zip(datasets)
+    return without_autotuning_model(tf.data.Dataset.zip(datasets))
 
   def train_step(self, inputs, model: SentenceEncoderModel,
                  optimizer: tf_keras.optimizers.Optimizer, metrics=None):
