@@ -3,16 +3,19 @@ training: the release of a finished run's input iterator, and the input
 pipeline's speed, with the model and without it
 (training/task.without_autotuning_model), side by side in one run.
 
-For each arm and each `--waits` value, `--trials` times: a tiny run trains
-in this process (cmlm/tiny, `--steps` steps), the process goes on for that
-many seconds, then the garbage collector releases the run; the release's
-wall seconds and CPU seconds are recorded. The model's thread sleeps
-between its optimisations; the release waits for that sleep to end while
-holding the GIL, so the wall seconds exceed the CPU seconds by the wait.
-Then the input pipeline of `--experiment` alone, in examples/s over
-`--pipeline_batches` batches, the arms alternated.
+For each `--waits` value, `--trials` times per arm, the arms alternated:
+a fresh process trains a tiny run (cmlm/tiny, `--steps` steps), goes on
+for that many seconds, then its garbage collector releases the run; the
+release's wall seconds and CPU seconds are recorded. The model's thread
+sleeps between its optimisations; the release waits for that sleep to end
+while holding the GIL, so the wall seconds exceed the CPU seconds by the
+wait. `--busy` processes spin beside it (default one per core), as the
+other worker of a test session or any other work on the machine does: on
+an idle machine the wait is rare. Then the input pipeline of `--experiment`
+alone, in examples/s over `--pipeline_batches` batches, the arms
+alternated (no spinning processes).
 
-  python benchmarks/input_release.py [--waits=5,20] [--trials=3] \
+  python benchmarks/input_release.py [--waits=5] [--trials=4] [--busy=2] \
       [--results=docs/results/input_release.json]
 """
 import argparse
@@ -20,6 +23,7 @@ import datetime
 import gc
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,9 +46,13 @@ ARMS = {"autotuning model": lambda dataset: dataset,
 
 def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--waits", default="5,20",
+  parser.add_argument("--waits", default="5",
                       help="seconds the process goes on before the release")
-  parser.add_argument("--trials", type=int, default=3)
+  parser.add_argument("--trials", type=int, default=4)
+  parser.add_argument("--busy", type=int, default=os.cpu_count() or 1,
+                      help="processes that spin beside each trial")
+  parser.add_argument("--one_trial", default=None, choices=list(ARMS),
+                      help=argparse.SUPPRESS)  # a trial's own process
   parser.add_argument("--steps", type=int, default=4)
   parser.add_argument("--experiment", default="cmlm/demo",
                       help="experiment whose input pipeline is timed")
@@ -61,6 +69,8 @@ def parse_args(argv=None):
   if args.trials < 1 or args.steps < 1 or args.pipeline_batches < 1:
     parser.error("--trials, --steps and --pipeline_batches must be 1 or "
                  "more.")
+  if args.busy < 0:
+    parser.error(f"--busy must be 0 or more, got {args.busy}.")
   return args
 
 
@@ -75,6 +85,23 @@ def release_seconds(steps: int, wait: float):
     wall, cpu = time.perf_counter(), time.process_time()
     gc.collect()
     return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def trial_in_a_fresh_process(arm: str, steps: int, wait: float, busy: int):
+  """(wall, CPU) seconds of the release in a new process of this script,
+  `busy` spinning processes beside it."""
+  spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+              for _ in range(busy)]
+  try:
+    completed = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), f"--one_trial={arm}",
+         f"--steps={steps}", f"--waits={wait}"], capture_output=True,
+        text=True, check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  finally:
+    for spinner in spinners:
+      spinner.kill()
+      spinner.wait()
+  return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 def pipeline_examples_per_s(experiment: str, batches: int) -> float:
@@ -94,6 +121,10 @@ def pipeline_examples_per_s(experiment: str, batches: int) -> float:
 
 def main(argv=None):
   args = parse_args(argv)
+  if args.one_trial:
+    task_lib.without_autotuning_model = ARMS[args.one_trial]
+    print(json.dumps(release_seconds(args.steps, args.waits[0])))
+    return None
   load_before = os.getloadavg()[0]
   commit = unit_provenance.head_commit(REPO)
   code_modified = unit_provenance.modified_code(REPO)
@@ -104,9 +135,9 @@ def main(argv=None):
   try:
     for wait in args.waits:
       for trial in range(args.trials):
-        for arm, options in ARMS.items():
-          task_lib.without_autotuning_model = options
-          wall, cpu = release_seconds(args.steps, wait)
+        for arm in ARMS:
+          wall, cpu = trial_in_a_fresh_process(arm, args.steps, wait,
+                                               args.busy)
           row = dict(arm=arm, wait_s=wait, trial=trial,
                      release_wall_s=round(wall, 3),
                      release_cpu_s=round(cpu, 3))
@@ -131,7 +162,7 @@ def main(argv=None):
       "cores": os.cpu_count(), "date": date,
       "load": f"1-minute load {load_before:.2f} before, "
               f"{os.getloadavg()[0]:.2f} after",
-      "steps": args.steps, "experiment": args.experiment,
+      "steps": args.steps, "busy": args.busy, "experiment": args.experiment,
       "pipeline_batches": args.pipeline_batches,
       "releases": releases, "pipeline_examples_per_s": pipeline}
   if args.results:
