@@ -226,6 +226,38 @@ def render_test_suite(results: Sequence[Mapping]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def render_input_release(results: Sequence[Mapping]) -> str:
+  """`benchmarks/input_release.py`: per arm and wait, the release of a
+  finished run's input iterator (median and largest wall seconds, median CPU
+  seconds over the trials), then the input pipeline's examples/s."""
+  (r,) = results
+  lines = [provenance(r), "",
+           f"Each trial: a fresh process trains a {r['steps']}-step "
+           "cmlm/tiny run, goes on for the wait, then its garbage collector "
+           f"releases the run, with {r['busy']} spinning processes beside "
+           "it; the arms alternate. The input pipeline is "
+           f"{r['experiment']}'s, over {r['pipeline_batches']} batches, "
+           "each arm twice, alternated.", "",
+           "| tf.data | wait s | trials | release s (median) | "
+           "release s (largest) | release CPU s (median) |",
+           "|---|---|---|---|---|---|"]
+  arms = list(dict.fromkeys(row["arm"] for row in r["releases"]))
+  waits = list(dict.fromkeys(row["wait_s"] for row in r["releases"]))
+  for arm in arms:
+    for wait in waits:
+      rows = [row for row in r["releases"]
+              if row["arm"] == arm and row["wait_s"] == wait]
+      walls = [row["release_wall_s"] for row in rows]
+      cpus = [row["release_cpu_s"] for row in rows]
+      lines.append(f"| {arm} | {wait:g} | {len(rows)} | "
+                   f"{pystats.median(walls):.2f} | {max(walls):.2f} | "
+                   f"{pystats.median(cpus):.2f} |")
+  lines += ["", "| tf.data | input pipeline examples/s |", "|---|---|"]
+  for arm, speeds in r["pipeline_examples_per_s"].items():
+    lines.append(f"| {arm} | {', '.join(f'{s:,.0f}' for s in speeds)} |")
+  return "\n".join(lines) + "\n"
+
+
 def render_dask(results: Sequence[Mapping]) -> str:
   (r,) = results
   cpu = r["cpu"]
@@ -435,7 +467,8 @@ RENDERERS: Dict[str, Callable[[Sequence[Mapping]], str]] = {
     "demo_figures": render_demo_figures, "test_suite": render_test_suite,
     "dask": render_dask, "soak": render_soak,
     "concurrent": render_concurrent, "recipe_cost": render_recipe_cost,
-    "large_file": render_large_file, "mine_scaling": render_mine_scaling}
+    "large_file": render_large_file, "mine_scaling": render_mine_scaling,
+    "input_release": render_input_release}
 
 
 def render_inline(value) -> str:

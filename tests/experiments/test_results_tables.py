@@ -385,3 +385,35 @@ def test_the_mine_scaling_tables_project_a_sampled_exact_search(tmp_path):
       "| | | | | | |",
       "| 1,000,000 | hnsw | 2.0 | 2.0 | 2.0 | 10 | 7 | n/a | n/a |"]
   assert "commit `abc`" in rendered and "commit `def`" in rendered
+
+
+def test_the_input_release_table_shows_each_arm_s_waits_and_speeds(tmp_path):
+  """benchmarks/input_release.py's file: per arm and wait, the median and
+  largest release over the trials, then each arm's pipeline speeds."""
+  root = str(tmp_path)
+  releases = [{"arm": arm, "wait_s": wait, "trial": t,
+               "release_wall_s": wall + t, "release_cpu_s": 0.25}
+              for arm, wall in (("autotuning model", 4.0),
+                                ("no autotuning model", 0.3))
+              for wait in (5.0, 20.0) for t in range(3)]  # (the file's order)
+  result = {"command": "python benchmarks/input_release.py", "commit": "abc",
+            "cpu": "Some CPU", "cpu_flags": ["avx2"], "cores": 2,
+            "date": "2026-11-28", "load": "0.2 before", "steps": 4, "busy": 2,
+            "experiment": "cmlm/demo", "pipeline_batches": 200,
+            "releases": releases,
+            "pipeline_examples_per_s": {"autotuning model": [1000.0, 1100.4],
+                                        "no autotuning model": [1200.0,
+                                                                1300.0]}}
+  _write(root, "r.json", json.dumps(result))
+  page = "# P\n\n<!-- figures:input_release r.json -->\n<!-- /figures -->\n"
+  rendered = figures.render_document(page, root)
+  rows = [line for line in rendered.splitlines() if line.startswith("| ")]
+  assert rows[1:5] == [
+      "| autotuning model | 5 | 3 | 5.00 | 6.00 | 0.25 |",
+      "| autotuning model | 20 | 3 | 5.00 | 6.00 | 0.25 |",
+      "| no autotuning model | 5 | 3 | 1.30 | 2.30 | 0.25 |",
+      "| no autotuning model | 20 | 3 | 1.30 | 2.30 | 0.25 |"]
+  assert rows[-2:] == ["| autotuning model | 1,000, 1,100 |",
+                       "| no autotuning model | 1,200, 1,300 |"]
+  assert "commit `abc`; Some CPU (avx2), 2 cores; 2026-11-28" in rendered
+  assert figures.render_document(rendered, root) == rendered
