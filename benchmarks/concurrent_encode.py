@@ -231,10 +231,7 @@ def main(argv=None):
       "seconds": None if args.requests else args.seconds,
       "requests_per_caller": args.requests or None,
       "equal_cosine": EQUAL_COSINE, "rows": rows}
-  with atomic_file.atomic_file(os.path.join(REPO, args.results)) as path:
-    with open(path, "w", encoding="utf-8") as f:
-      json.dump(result, f, indent=1)
-      f.write("\n")
+  atomic_file.write_json(os.path.join(REPO, args.results), result)
   print(f"wrote {args.results}", file=sys.stderr)
   return result
 

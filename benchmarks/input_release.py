@@ -166,10 +166,7 @@ def main(argv=None):
       "pipeline_batches": args.pipeline_batches,
       "releases": releases, "pipeline_examples_per_s": pipeline}
   if args.results:
-    with atomic_file.atomic_file(os.path.join(REPO, args.results)) as path:
-      with open(path, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
+    atomic_file.write_json(os.path.join(REPO, args.results), result)
     print(f"wrote {args.results}", file=sys.stderr)
   return result
 

@@ -42,7 +42,7 @@ import yaml
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from cmlm.data_pipelines.atomic_file import atomic_file  # noqa: E402
+from cmlm.data_pipelines.atomic_file import write_json  # noqa: E402
 from cmlm.experiments import unit_provenance  # noqa: E402
 
 CORPUS = "data/corpus_en"
@@ -223,10 +223,7 @@ def main(argv=None):
   for row in recipes.values():
     row["full_run"] = full_run(row, result["quiet"], cores)
   os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-  with atomic_file(args.output) as temporary:
-    with open(temporary, "w", encoding="utf-8") as f:
-      json.dump(result, f, indent=1)
-      f.write("\n")
+  write_json(args.output, result)
   if not result["quiet"]:
     print(f"The load before ({load_before}, {cores} cores) was not quiet: "
           "the figures are not speed figures.", flush=True)

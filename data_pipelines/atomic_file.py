@@ -10,6 +10,7 @@ on the same host, with one line (`remove_stale_temporaries`).
 Directories are written the same way by `training/atomic.py` (a layer up).
 """
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -146,3 +147,12 @@ def atomic_file(path: str) -> Iterator[str]:
     finally:
       if os.path.exists(temporary):
         os.remove(temporary)
+
+
+def write_json(path: str, value) -> None:
+  """`value` as indented JSON (one trailing newline) at `path`, through
+  `atomic_file`: a results file a page renders is whole or absent."""
+  with atomic_file(path) as temporary:
+    with open(temporary, "w", encoding="utf-8") as f:
+      json.dump(value, f, indent=1)
+      f.write("\n")

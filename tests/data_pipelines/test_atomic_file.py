@@ -35,6 +35,19 @@ def test_a_failure_leaves_the_target_as_it_was_and_no_temporary(tmp_path):
   assert os.listdir(tmp_path) == ["report.json"]
 
 
+def test_a_json_file_is_whole_or_the_old_one(tmp_path):
+  """`write_json`: indented, one trailing newline; a value JSON cannot hold
+  leaves the old file and no temporary."""
+  import json  # pylint: disable=g-import-not-at-top
+  target = tmp_path / "results.json"
+  atomic_file.write_json(str(target), {"rows": [1, 2]})
+  assert target.read_text() == '{\n "rows": [\n  1,\n  2\n ]\n}\n'
+  with pytest.raises(TypeError):
+    atomic_file.write_json(str(target), {"rows": object()})
+  assert json.loads(target.read_text()) == {"rows": [1, 2]}
+  assert os.listdir(tmp_path) == ["results.json"]
+
+
 def test_a_killed_writer_s_temporary_is_removed_by_the_next_writer(tmp_path):
   """SIGKILL leaves a temporary file; the next writer of the same target on
   this host removes it, not a live process's, another target's or another
