@@ -159,13 +159,15 @@ def _tests_reading(path):
   every test of the file."""
   with open(path, encoding="utf-8") as f:
     tree = ast.parse(f.read())
-  reads, uses = {}, {}
+  reads, uses, autouse_fixtures = {}, {}, set()
   for node in tree.body:
     used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
     used |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
     used |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)}
-    names_a_reader = any(reader in ast.unparse(node)
-                         for reader in REGISTRY_READERS)
+    code = ast.unparse(node)
+    names_a_reader = any(reader in code for reader in REGISTRY_READERS)
+    if isinstance(node, ast.FunctionDef) and "autouse=True" in code:
+      autouse_fixtures.add(node.name)
     for name in _defined_names(node):
       reads[name] = reads.get(name, False) or names_a_reader
       uses.setdefault(name, set()).update(used)
@@ -175,8 +177,7 @@ def _tests_reading(path):
     for name, used in uses.items():
       if not reads[name] and any(reads.get(u) for u in used - {name}):
         reads[name] = changed = True
-  autouse = any(reads[node.name] and "autouse=True" in ast.unparse(node)
-                for node in tree.body if isinstance(node, ast.FunctionDef))
+  autouse = any(reads[name] for name in autouse_fixtures)
   return [node.name for node in tree.body
           if isinstance(node, (ast.FunctionDef, ast.ClassDef))
           and node.name.startswith(("test_", "Test"))
