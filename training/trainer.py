@@ -15,8 +15,10 @@ each objective's `after_update` hook. Beside that step it adds:
     `NonFiniteTrainingError` naming the step, before any checkpoint is saved,
     or, with `task.skip_non_finite_batches`, the step is skipped and counted
     (`skipped_batches` in the logs);
-  * every model variable made before a checkpoint is restored (see
-    `_build_model_variables`);
+  * every model variable, and the optimizer's slots for them, made before
+    a checkpoint is restored (see `_build_model_variables`): the step is
+    then traced once, not a second time after its first call made the
+    slots;
   * the input position in the checkpoint: with one replica in all (CPU, one
     GPU), the trainer iterates the task's `tf.data` dataset itself and saves
     the iterator with the model (`train_data_iterator`), so a resumed run
@@ -51,6 +53,22 @@ def apply_update(model, optimizer, gradients) -> None:
   after_update = getattr(model, "after_update", None)
   if after_update is not None:
     after_update()
+
+
+def build_optimizer_variables(optimizer, variables) -> None:
+  """Makes `optimizer`'s slots for `variables` and its hyperparameters now.
+
+  Otherwise the first `apply_gradients`, inside the traced train step, makes
+  them, and `tf.function` traces the step again without variable creation:
+  about a second of every run's start on a CPU. Model Garden's optimizers are
+  Keras 2's (`OptimizerV2`, wrapped by a `LossScaleOptimizer` under mixed
+  precision, which makes them for its inner one); the newer Keras 2
+  optimizer has `build`.
+  """
+  if hasattr(optimizer, "_create_all_weights"):  # OptimizerV2
+    optimizer._create_all_weights(variables)  # pylint: disable=protected-access
+  elif hasattr(optimizer, "build"):
+    optimizer.build(variables)
 
 
 def _skips_non_finite(config) -> bool:
@@ -128,6 +146,9 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
       spec = getattr(spec, "_value_specs", [spec])[0]  # PerReplicaSpec
       return tf.zeros([1 if d is None else d for d in spec.shape], spec.dtype)
     self.model(tf.nest.map_structure(zeros, spec), training=False)
+    if train:
+      build_optimizer_variables(self.optimizer,
+                                self.model.trainable_variables)
 
   @property
   def stops_between_steps(self) -> bool:
@@ -145,6 +166,7 @@ class SentenceEncoderTrainer(base_trainer.Trainer):
     # ops (`tf.cond`, `tf.where`), and converting the model's and Model
     # Garden's Python source would cost seconds of each training process.
     step = tf.function(self.train_step, autograph=False)
+    self.traced_step = step  # its tracing count is tested
 
     def loop(iterator, num_steps):
       try:

@@ -66,6 +66,17 @@ def test_mixed_precision_trains_as_float32_with_float32_losses_and_variables(
   assert is_scaled == (precision == "float16")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["float32", "bfloat16", "float16"])
+def test_the_step_is_traced_once_as_the_optimizer_s_slots_exist_before_it(
+    precision, runs):
+  """The trainer makes the optimizer's slots (a LossScaleOptimizer's inner
+  one's under float16) with the model's variables: the first step makes no
+  variable, so `tf.function` does not trace it a second time."""
+  trainer = run(runs, precision)[0]
+  assert trainer.traced_step.experimental_get_tracing_count() == 1
+
+
 def test_the_bitext_loss_is_float32_for_half_precision_embeddings():
   source = tf.random.normal([4, 8], dtype=tf.bfloat16)
   target = tf.random.normal([4, 8], dtype=tf.float16)
