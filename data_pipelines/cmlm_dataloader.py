@@ -25,7 +25,10 @@ files of raw pairs written by `pair_tfrecords.write_pair_tfrecords` (streamed;
 for corpora too large for memory). Everything after reading runs in-graph on
 whole batches.
 """
+import collections
 import dataclasses
+import os
+import threading
 from typing import Optional
 
 from absl import logging
@@ -120,12 +123,69 @@ def validate_config(params: CmlmDataConfig,
     fail(f'global_batch_size={params.global_batch_size} must be 1 or more.')
 
 
+# Reading a text corpus and packing its sentences (each one tokenized to
+# count its tokens) is most of a short run's start. A process that reads one
+# corpus several times (an experiment's arms and seeds, the stages of a
+# multilingual run, the demo's measures, a notebook) does it once: the pairs
+# of the last few small corpora are kept, keyed by what they were read from
+# and how, each file by its path, size, modification time and inode (an
+# edited or replaced file is read again).
+_KEPT_CORPUS_BYTES = 16 << 20  # larger corpora are read again each time
+_KEPT_CORPORA = 4
+_kept_pairs = collections.OrderedDict()
+_kept_pairs_lock = threading.Lock()
+
+
+def _text_pairs_key(params: CmlmDataConfig,
+                    tokenization_config: tokenization.TokenizationConfig,
+                    vocab: Optional[vocabulary.VocabularyFile]):
+  """What `text_pairs`' result depends on, or None where it is not kept:
+  a TFDS source, files that are not local, a corpus over
+  `_KEPT_CORPUS_BYTES`, or sequences packed without the vocabulary read."""
+  if params.tfds_name or (params.pair_unit == 'sequence' and vocab is None):
+    return None
+  try:
+    files = corpus.expand_path_spec(params.input_path)
+    found = [os.stat(path) for path in files]
+  except (OSError, corpus.CorpusError):
+    return None  # read as usual, and its error raised there
+  if sum(stat.st_size for stat in found) > _KEPT_CORPUS_BYTES:
+    return None
+  return (tuple((path, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+                for path, stat in zip(files, found)),
+          params.split, params.heldout_percent, params.skip_invalid_lines,
+          params.pair_unit, repr(sorted(tokenization_config.as_dict().items())),
+          vocab.digest if params.pair_unit == 'sequence' else None)
+
+
 def text_pairs(params: CmlmDataConfig,
                tokenization_config: tokenization.TokenizationConfig,
                vocab: Optional[vocabulary.VocabularyFile] = None):
   """The (s1, s2) texts of a text or TFDS source, in corpus order, built in
   `params.pair_unit`; returns (pairs, corpus statistics, source name).
-  `vocab`: the tokenization's vocabulary file, already read."""
+  `vocab`: the tokenization's vocabulary file, already read. The result for
+  a small local corpus is kept for the next call (see `_KEPT_CORPORA`)."""
+  key = _text_pairs_key(params, tokenization_config, vocab)
+  with _kept_pairs_lock:
+    kept = _kept_pairs.get(key) if key is not None else None
+    if kept is not None:
+      _kept_pairs.move_to_end(key)
+  if kept is not None:
+    pairs, stats, source = kept
+    return list(pairs), dataclasses.replace(stats), source
+  pairs, stats, source = _read_text_pairs(params, tokenization_config, vocab)
+  if key is not None:
+    with _kept_pairs_lock:
+      _kept_pairs[key] = (tuple(pairs), dataclasses.replace(stats), source)
+      while len(_kept_pairs) > _KEPT_CORPORA:
+        _kept_pairs.popitem(last=False)
+  return pairs, stats, source
+
+
+def _read_text_pairs(params: CmlmDataConfig,
+                     tokenization_config: tokenization.TokenizationConfig,
+                     vocab: Optional[vocabulary.VocabularyFile]):
+  """`text_pairs`, read from the source."""
   stats = corpus.CorpusStats()
   if params.tfds_name:
     source = f'TFDS {params.tfds_name}[{params.tfds_split}]'

@@ -1,6 +1,7 @@
 """The CMLM input pipeline: features, swap, sharding, TFRecords, TFDS."""
 import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loads)
 
+import copy
 import os
 
 import numpy as np
@@ -12,7 +13,9 @@ from cmlm.data_pipelines import cmlm_dataloader
 from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import embedded_corpus
 from cmlm.data_pipelines import pair_tfrecords
+from cmlm.data_pipelines import sequence_packing
 from cmlm.data_pipelines import tokenization
+from cmlm.data_pipelines import vocabulary
 from tests.data_pipelines import data_helpers as helpers
 
 SEQ_LENGTH, PREDICTIONS = 16, 4
@@ -69,6 +72,51 @@ def test_embedded_corpus_gives_documented_keys_dtypes_and_static_shapes():
   assert np.all(features['s1_input_word_ids'][:, 0] == 2)  # [CLS]
   assert np.all(features['masked_lm_weights'][:, 0] == 1.0)
   assert np.any(features['s2_input_word_ids'] == 4)  # [MASK]
+
+
+def test_a_corpus_read_again_as_it_was_is_not_packed_again(tmp_path,
+                                                          monkeypatch):
+  """`text_pairs` keeps a small corpus's pairs: read again unchanged, its
+  sentences are not tokenized again and the caller gets its own copies;
+  read another way (sequence length, split), edited, or with a file added,
+  it is read again."""
+  counted = []
+  token_counter = sequence_packing.token_counter
+
+  def counting_counter(*args, **kwargs):
+    count = token_counter(*args, **kwargs)
+    return lambda sentences: counted.append(len(sentences)) or count(sentences)
+  monkeypatch.setattr(sequence_packing, 'token_counter', counting_counter)
+  params, tokenizing = config(tmp_path, pair_unit='sequence')
+  vocab = vocabulary.read_vocabulary(tokenizing.vocab_file)
+  read = lambda p=params, t=tokenizing: cmlm_dataloader.text_pairs(p, t, vocab)
+
+  pairs, stats, _ = read()
+  assert counted  # packed: every sentence's tokens counted
+  counted.clear()
+  again, again_stats, _ = read()
+  assert (again, again_stats) == (pairs, stats) and not counted
+  again.append(('s1', 's2'))
+  again_stats.pairs = 0
+  assert read()[:2] == (pairs, stats)  # the kept pairs are not the caller's
+
+  shorter = copy.deepcopy(tokenizing)
+  shorter.seq_length = SEQ_LENGTH // 2
+  assert read(t=shorter)[0] != pairs and counted
+  counted.clear()
+  heldout = copy.deepcopy(params)
+  heldout.split, heldout.heldout_percent = 'heldout', 50
+  read(p=heldout)
+  assert counted
+  counted.clear()
+  corpus_file = os.path.join(params.input_path, 'part00.txt')
+  with open(corpus_file, 'a', encoding='utf-8') as f:
+    f.write('\nEdited one. Edited two.\n')
+  edited = read()[0]
+  assert counted and edited[-1] == ('Edited one.', 'Edited two.')
+  counted.clear()
+  helpers.write_numbered_corpus(tmp_path / 'c', 4, num_files=2)  # part01.txt
+  assert len(read()[0]) != len(edited) and counted
 
 
 def test_order_is_swapped_about_half_the_time_and_never_at_zero(tmp_path):
