@@ -11,16 +11,22 @@ from cmlm import mteb_encoder
 from cmlm.inference import layout
 from tests.export import export_helpers
 
-mteb = pytest.importorskip("mteb", reason="mteb is a test dependency: pip "
-                           "install -r requirements-test.txt")
 # The end-to-end test reads every second pair of STS-B dev (750 pairs of its
 # three genres; a retrieval corpus of ~750 documents): about 15 s a model.
 EVERY = 2
 TOLERANCE = 0.001  # the issue's: our MiniLM export scores what ST scores
 
 
+@pytest.fixture(scope="module", name="mteb")
+def mteb_module():
+  """mteb, imported by the tests that use it (at the module's top it cost
+  every pytest worker seconds of collection); they skip without it."""
+  return pytest.importorskip("mteb", reason="mteb is a test dependency: pip "
+                             "install -r requirements-test.txt")
+
+
 @pytest.mark.slow
-def test_metadata_is_read_from_the_export_and_the_run(tiny):
+def test_metadata_is_read_from_the_export_and_the_run(tiny, mteb):
   assert cmlm.mteb_model is mteb_encoder.mteb_model  # imported on first use
   assert "mteb_model" in dir(cmlm)
   model = cmlm.mteb_model(tiny.result.export_dir)
@@ -73,7 +79,8 @@ def test_similarity_is_the_cosine_of_rows():
 
 
 @pytest.mark.slow
-def test_mteb_scores_the_minilm_export_as_sentence_transformers(minilm):
+def test_mteb_scores_the_minilm_export_as_sentence_transformers(minilm,
+                                                               mteb):
   """`mteb.evaluate` on a local STS task and a local retrieval task: our
   export of all-MiniLM-L6-v2 scores what sentence-transformers scores."""
   from tests.cmlm import mteb_tasks  # pylint: disable=g-import-not-at-top

@@ -17,11 +17,17 @@ import pytest
 from cmlm.commands import eval as eval_command
 from cmlm.evaluation import sts_readers
 
-mteb = pytest.importorskip("mteb", reason="mteb is a test dependency: pip "
-                           "install -r requirements-test.txt")
-from tests.cmlm import mteb_tasks  # noqa: E402  (needs mteb)
 
-LOCAL_TASK = mteb_tasks.LocalSTSBenchmark.metadata.name
+
+@pytest.fixture(scope="module", name="mteb_tasks")
+def mteb_tasks_module():
+  """tests/cmlm/mteb_tasks.py, which imports mteb: imported by the tests that
+  use it (at the module's top it cost every pytest worker seconds of
+  collection); they skip without mteb."""
+  pytest.importorskip("mteb", reason="mteb is a test dependency: pip "
+                      "install -r requirements-test.txt")
+  from tests.cmlm import mteb_tasks  # pylint: disable=g-import-not-at-top
+  return mteb_tasks
 
 
 def _write_sts_benchmark(directory, num_pairs=40):
@@ -47,9 +53,11 @@ def _write_sts_benchmark(directory, num_pairs=40):
 
 
 @pytest.fixture
-def local_mteb_task(tmp_path, monkeypatch):
+def local_mteb_task(tmp_path, monkeypatch, mteb_tasks):
   """A --data_dir with STS-B test pairs, and MTEB's registry holding an STS
-  task of the same pairs under LOCAL_TASK: (data_dir, pairs)."""
+  task of the same pairs under the local task's name: (data_dir, pairs,
+  name)."""
+  name = mteb_tasks.LocalSTSBenchmark.metadata.name
   data_dir = str(tmp_path / "data")
   pairs = sts_readers.read_sts_benchmark(_write_sts_benchmark(
       os.path.join(data_dir, "sts", "STSBenchmark")))
@@ -61,27 +69,27 @@ def local_mteb_task(tmp_path, monkeypatch):
   # `mteb.get_task` looks names up in its module's registry (the module is
   # shadowed by the function of the same name in `mteb`'s namespace).
   registry = sys.modules["mteb.get_tasks"]._TASKS_REGISTRY  # pylint: disable=protected-access
-  monkeypatch.setitem(registry, LOCAL_TASK, RegisteredLocalSTS)
-  return data_dir, pairs
+  monkeypatch.setitem(registry, name, RegisteredLocalSTS)
+  return data_dir, pairs, name
 
 
 @pytest.mark.slow
 def test_mteb_tasks_are_scored_beside_the_file_tasks(tiny, local_mteb_task,
-                                                     tmp_path):
-  data_dir, pairs = local_mteb_task
+                                                     mteb_tasks, tmp_path):
+  data_dir, pairs, local_task = local_mteb_task
   report_dir = tmp_path / "report"
   eval_command.main([
       f"--model={tiny.result.export_dir}", "--tasks=sts-b",
-      f"--data_dir={data_dir}", f"--mteb_tasks={LOCAL_TASK}",
+      f"--data_dir={data_dir}", f"--mteb_tasks={local_task}",
       "--batch_size=16", f"--report_dir={report_dir}"])
   report = json.loads((report_dir / "report.json").read_text())
-  assert list(report["tasks"]) == ["sts-b", LOCAL_TASK]
-  ours, theirs = report["tasks"]["sts-b"], report["tasks"][LOCAL_TASK]
+  assert list(report["tasks"]) == ["sts-b", local_task]
+  ours, theirs = report["tasks"]["sts-b"], report["tasks"][local_task]
   assert theirs["headline"] == "cosine_spearman"
   assert theirs["main_score"] == theirs["cosine_spearman"]
   recorded = theirs["mteb"]["scores"][mteb_tasks.SPLIT][0]["main_score"]
   assert theirs["main_score"] == pytest.approx(100 * recorded)
-  assert theirs["mteb"]["mteb_version"] == mteb.__version__
+  assert theirs["mteb"]["mteb_version"] == sys.modules["mteb"].__version__
   assert theirs["mteb"]["type"] == "STS"  # the model card's task type
   # MTEB's cosine Spearman of the same pairs, embedded by the same model
   # (loaded once), is the garden's own STS figure.
@@ -89,11 +97,12 @@ def test_mteb_tasks_are_scored_beside_the_file_tasks(tiny, local_mteb_task,
   assert theirs["main_score"] == pytest.approx(ours["spearman"], abs=1e-3)
   assert abs(ours["spearman"]) > 1  # the toy pairs are not all ties
   markdown = (report_dir / "report.md").read_text()
-  assert (f"| {LOCAL_TASK} |  | cosine_spearman | "
+  assert (f"| {local_task} |  | cosine_spearman | "
           f"{theirs['main_score']:.2f} |") in markdown
 
 
-def test_an_unknown_mteb_task_is_one_line_before_the_model_loads(tmp_path):
+def test_an_unknown_mteb_task_is_one_line_before_the_model_loads(
+    tmp_path, mteb_tasks):  # pylint: disable=unused-argument  (skips without mteb)
   with pytest.raises(ValueError) as error:
     eval_command.main([f"--model={tmp_path / 'no_model'}",
                        "--mteb_tasks=STSBenchmrk",
