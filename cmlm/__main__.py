@@ -69,6 +69,7 @@ from absl import flags
 from cmlm import MissingPkgResources
 from cmlm.commands import COMMANDS
 from cmlm.commands import CORE_COMMANDS
+from cmlm.commands import register_project_commands
 from cmlm.training import stop_signals
 
 # MissingPkgResources: an environment to fix, said in one line (cmlm/__init__).
@@ -137,8 +138,9 @@ def error_line(error: BaseException) -> str:
 def main(argv):
   command = argv[1] if len(argv) > 1 else ""
   if command not in CORE_COMMANDS:
-    # A project's command, or a listing of all: the projects register theirs.
-    from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    # A project's command, or a listing of all: the projects' `commands.py`
+    # register theirs (their objectives are not imported).
+    register_project_commands()
   if command in ("-h", "-help", "--help"):
     print(__doc__ + project_commands())
     return

@@ -5,9 +5,16 @@ a `main(argv)` that parses the arguments after the command's name and calls
 typed library functions; no library module reads a flags object.
 
 `COMMANDS` holds the core's commands; a project adds its own with
-`register_command` from its `registry_imports.py` (e.g. MiSAD's `ngrams`).
+`register_command` from its `commands.py` (e.g. MiSAD's `ngrams`), which its
+`registry_imports.py` imports too. `register_project_commands` imports only
+those `commands.py`, so that `python -m cmlm --help` and a project's command
+start without the projects' objectives (seconds of TensorFlow); a command
+imports what it needs itself, as the core's import `cmlm.registry_imports`.
 """
-from typing import Dict
+import ast
+import importlib
+import importlib.util
+from typing import Dict, List
 
 # command name -> the module that runs it
 COMMANDS: Dict[str, str] = {
@@ -33,3 +40,29 @@ def register_command(name: str, module_name: str) -> None:
   if COMMANDS.get(name, module_name) != module_name:
     raise ValueError(f"A command is already registered as {name!r}.")
   COMMANDS[name] = module_name
+
+
+def registered_projects() -> List[str]:
+  """The projects `cmlm/registry_imports.py` names, in its order, read from
+  its `import cmlm.projects.<name>.registry_imports` lines rather than run
+  (running them imports every objective)."""
+  spec = importlib.util.find_spec("cmlm.registry_imports")
+  with open(spec.origin, encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  names = []
+  for node in tree.body:
+    for alias in node.names if isinstance(node, ast.Import) else []:
+      parts = alias.name.split(".")
+      if len(parts) == 4 and parts[:2] == ["cmlm", "projects"] and (
+          parts[3] == "registry_imports"):
+        names.append(parts[2])
+  return names
+
+
+def register_project_commands() -> None:
+  """Imports `cmlm.projects.<name>.commands` of each registered project that
+  has one: its `register_command` calls, and nothing of its objectives."""
+  for name in registered_projects():
+    module = f"cmlm.projects.{name}.commands"
+    if importlib.util.find_spec(module) is not None:
+      importlib.import_module(module)

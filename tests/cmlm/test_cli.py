@@ -136,6 +136,26 @@ def test_without_a_known_command_the_commands_are_listed():
       assert f"\n  {command} " in result.stdout, (args, command)
 
 
+def imported_modules(*args):
+  """The modules `python -m cmlm ARGS` imported (`-X importtime`)."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  result = subprocess.run([sys.executable, "-X", "importtime", "-m", "cmlm",
+                           *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+  return re.findall(r"^import time:.*\|\s*([\w.]+)$", result.stderr, re.M)
+
+
+def test_the_listing_starts_without_tensorflow():
+  """The projects' commands are listed from their `commands.py` alone
+  (`cmlm.commands.register_project_commands`): no objective, so neither
+  TensorFlow nor Model Garden, is imported to print the list."""
+  imported = imported_modules("--help")
+  assert "cmlm.commands" in imported  # the lines were read
+  assert not [name for name in imported if name.split(".")[0] in (
+      "tensorflow", "tf_keras", "official")]
+  assert "cmlm.registry_imports" not in imported
+
+
 def test_model_garden_flags_of_train_parse_as_in_model_garden():
   flag_parsing.parse("train", "", train_command.FLAGS, [
       "--experiment=cmlm/tiny", "--config_file=a.yaml",

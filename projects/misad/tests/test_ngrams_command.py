@@ -73,6 +73,12 @@ def test_help_lists_the_command_s_own_flags_and_the_command_is_listed():
       "verbosity"}
   listing = test_cli.run_cli("--help")
   assert "\n  ngrams  Mark a corpus's PMI n-grams" in listing.stdout
+  # Registered by projects/misad/commands.py: its help, as the list, needs
+  # neither MiSAD's objective nor TensorFlow.
+  imported = test_cli.imported_modules("ngrams", "--help")
+  assert "cmlm.projects.misad.ngrams_command" in imported
+  assert "tensorflow" not in imported
+  assert "cmlm.projects.misad.misad_objective" not in imported
 
 
 def test_input_without_an_ngram_is_refused_and_hints_name_its_own_flags(
