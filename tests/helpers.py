@@ -21,6 +21,19 @@ VOCAB_SIZE = 40
 SPECIAL_IDS = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
 
 
+def run_command(argv, capsys):
+  """`python -m cmlm ARGV` in this process, through the command line's own
+  `main` (its error handling included): (exit status, stderr lines)."""
+  from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
+  capsys.readouterr()
+  try:
+    command_line.main(["cmlm"] + list(argv))
+    status = 0
+  except SystemExit as exited:
+    status = exited.code
+  return status, capsys.readouterr().err.strip().splitlines()
+
+
 def walk_sources(top):
   """The .py files under `top`, leaving out build outputs, virtualenvs,
   egg-info and hidden folders: every test that reads the garden's sources

@@ -100,17 +100,6 @@ class RefusingDisk:
       subprocess.run(["umount", "-l", self.path], check=False)
 
 
-def run_command(argv, capsys):
-  """`python -m cmlm ARGV` in this process: (exit status, stderr lines)."""
-  capsys.readouterr()
-  try:
-    command_line.main(["cmlm"] + argv)
-    status = 0
-  except SystemExit as exited:
-    status = exited.code
-  return status, capsys.readouterr().err.strip().splitlines()
-
-
 def one_error_line(command, status, lines):
   """What is wrong with how `command` ended, or None: status 2 and exactly
   one line of it, an error, and no traceback."""
@@ -231,7 +220,7 @@ def test_every_command_on_a_full_or_read_only_disk(inputs, tmp_path, capsys,
       before = disk.files()
       disk.refuse()
       try:
-        status, lines = run_command(argv(disk.path), capsys)
+        status, lines = helpers.run_command(argv(disk.path), capsys)
       finally:
         disk.allow()
       problem = one_error_line(command, status, lines)
@@ -328,7 +317,7 @@ def test_every_command_with_a_truncated_input(inputs, tmp_path, capsys,
   run_files = sorted(os.listdir(run))
   problems = []
   for command, argv, words in cases:
-    status, lines = run_command([command] + argv, capsys)
+    status, lines = helpers.run_command([command] + argv, capsys)
     problem = one_error_line(command, status, lines)
     if not problem and not any(words in line for line in lines):
       problem = f"no {words!r} in {lines[-1:]}"

@@ -1,7 +1,5 @@
 """The registered experiments, their YAML files and the train entry point."""
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -9,6 +7,7 @@ from cmlm.experiments import cmlm_experiments
 from cmlm.experiments import registry_imports  # noqa: F401  (registers the experiments)
 from official.core import exp_factory
 from official.modeling import hyperparams
+from tests import helpers
 
 CONFIGS = os.path.join(cmlm_experiments.REPO_ROOT, "experiments", "configs")
 
@@ -105,12 +104,6 @@ def test_tiny_builds_without_its_vocabulary_and_takes_the_user_s(
     prepared_run.prepare(params)
 
 
-def _cli(*args, cwd=None):
-  return subprocess.run([sys.executable, "-m", "cmlm", *args],
-                        capture_output=True, text=True, timeout=300,
-                        cwd=cwd or cmlm_experiments.REPO_ROOT)
-
-
 @pytest.mark.parametrize("override,expected", [
     ("task.objectives.cmlm.train_data.input_path=/no/such/corpus",
      "/no/such/corpus"),
@@ -121,14 +114,17 @@ def _cli(*args, cwd=None):
     ("task.model.pooling=median", "pooling"),
 ])
 def test_train_rejects_bad_input_in_one_line_and_writes_nothing(
-    tmp_path, override, expected):
+    tmp_path, capsys, override, expected):
+  """Through the command line's `main`, in this process (one `train` in a
+  fresh process is tests/training/test_run_guards.py's)."""
   model_dir = tmp_path / "run"
-  result = _cli("train", "--experiment=cmlm/tiny", f"--model_dir={model_dir}",
-                f"--params_override={override}")
-  assert result.returncode == 2
-  errors = [l for l in result.stderr.splitlines() if l.startswith("cmlm ")]
-  assert len(errors) == 1 and expected in errors[0], result.stderr[-2000:]
-  assert "Traceback" not in result.stderr
+  status, lines = helpers.run_command(
+      ["train", "--experiment=cmlm/tiny", f"--model_dir={model_dir}",
+       f"--params_override={override}"], capsys)
+  assert status == 2
+  errors = [l for l in lines if l.startswith("cmlm ")]
+  assert len(errors) == 1 and expected in errors[0], lines[-20:]
+  assert not any("Traceback" in line for line in lines)
   assert not model_dir.exists()
 
 
