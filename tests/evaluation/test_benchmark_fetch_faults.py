@@ -21,7 +21,6 @@ from cmlm.training import stop_signals
 from tests import helpers
 from tests.cmlm.test_command_faults import RefusingDisk
 from tests.cmlm.test_command_faults import one_error_line
-from tests.cmlm.test_command_faults import run_command
 from tests.evaluation.test_benchmark_fetch import fetch
 from tests.evaluation.test_benchmark_fetch import fixture_server  # noqa: F401  pylint: disable=unused-import
 from tests.evaluation.test_benchmark_fetch import release_files
@@ -98,7 +97,7 @@ def test_each_bad_input_and_fault_is_one_line_and_publishes_nothing(
     before = tree(data) if holds else None
     if not any(a.startswith("--benchmarks") for a in argv):
       argv = argv + ["--benchmarks=trec"]
-    status, lines = run_command(
+    status, lines = helpers.run_command(
         ["fetch", f"--data_dir={data}", "--noprogress"] + argv, capsys)
     problem = one_error_line("fetch", status, lines)
     if not problem and words not in lines[-1]:
@@ -122,7 +121,7 @@ def test_a_full_or_read_only_destination_is_one_line(tmp_path, capsys, kind):
   with RefusingDisk(str(tmp_path), kind) as disk:
     disk.refuse()
     try:
-      status, lines = run_command(
+      status, lines = helpers.run_command(
           ["fetch", "--benchmarks=trec", f"--data_dir={disk.path}/data",
            f"--source_url=trec={urls['trec']}", "--noprogress"], capsys)
     finally:
@@ -159,7 +158,7 @@ def test_two_fetches_into_one_data_dir_do_not_mix(server, tmp_path, capsys):
     while (not [p for p, _ in server.requests if p == stalled] and
            time.monotonic() < deadline):
       time.sleep(0.05)
-    status, lines = run_command(argv, capsys)  # the second, meanwhile
+    status, lines = helpers.run_command(argv, capsys)  # the second, meanwhile
   finally:
     server.stall.pop(stalled).set()
     _, errors = first.communicate(timeout=120)
