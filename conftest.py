@@ -22,14 +22,26 @@ if _WORKERS > 1:
                           str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 import cmlm  # noqa: E402,F401  (selects Keras 2 before TensorFlow loads)
-import tensorflow as tf  # noqa: E402
-
-_cpus = tf.config.list_physical_devices("CPU")
-tf.config.set_logical_device_configuration(
-    _cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
-
-
 import pytest  # noqa: E402
+
+
+def _runs_tests(config) -> bool:
+  """False only in pytest-xdist's controller (`make test`'s `-n 2`), which
+  hands the tests to its workers and runs none itself."""
+  return (hasattr(config, "workerinput")
+          or not getattr(config.option, "numprocesses", None))
+
+
+def pytest_configure(config):
+  """In a process that runs tests, before any is collected: the CPU split
+  into two logical devices. The controller never loads TensorFlow (seconds
+  of the run's start, before its workers start)."""
+  if not _runs_tests(config):
+    return
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  cpus = tf.config.list_physical_devices("CPU")
+  tf.config.set_logical_device_configuration(
+      cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
 
 # benchmarks/test_suite_time.py's folder for each test's start and end, a
@@ -80,6 +92,7 @@ def two_cpu_strategies():
   process reuse collective instance keys, and a later one's all-reduce then
   collides with an earlier one's all-gather.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
   assert len(devices) == 2, "the CPU is split into two logical devices above"
   return (tf.distribute.OneDeviceStrategy(devices[0]),
