@@ -1,6 +1,6 @@
 """Every shipped script starts: the benchmarks, the experiments' scripts and
 each project's evidence script answer `--help` (their imports, in their own
-order, and their flags), and the training-step benchmark that `make bench`
+order, and their flags: tests/scripts_help.py), and the training-step benchmark that `make bench`
 runs goes through on a tiny config. A script that breaks at import (e.g.
 TensorFlow imported before `cmlm` chose Keras 2) fails here, not in a
 user's hands."""
@@ -17,11 +17,6 @@ import pytest
 from tests import helpers
 
 REPO_ROOT = helpers.REPO_ROOT
-# Each --help loads TensorFlow: a few at a time keeps 2 cores busy without
-# holding a dozen interpreters in memory at once.
-AT_ONCE = 3
-
-
 def scripts():
   """The scripts a user runs: `benchmarks/*.py`, the modules of
   `experiments/` that run as `__main__`, and each project's scripts."""
@@ -53,24 +48,56 @@ def test_the_scripts_are_found():
 
 @pytest.mark.slow
 def test_every_script_answers_help():
-  pending, running, failed = list(scripts()), [], []
-  while pending or running:
-    while pending and len(running) < AT_ONCE:
-      script = pending.pop(0)
-      running.append((script, subprocess.Popen(
-          [sys.executable, script, "--help"], cwd=REPO_ROOT,
-          env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-          text=True)))
-    for script, process in list(running):
-      if process.poll() is None:
-        continue
-      running.remove((script, process))
-      out, err = process.communicate()
-      if process.returncode != 0 or "usage" not in (out + err).lower():
-        failed.append(f"{script}: status {process.returncode}\n"
-                      f"{err.strip()[-1500:]}")
-    time.sleep(0.05)
+  """Each script's `--help` as `__main__`, one after another in one fresh
+  interpreter (tests/scripts_help.py), TensorFlow loaded once: each exits 0
+  with its usage, and none imports anything that loads TensorFlow before
+  `cmlm`, read from the imports each one runs."""
+  completed = subprocess.run(
+      [sys.executable, os.path.join("tests", "scripts_help.py"), *scripts()],
+      cwd=REPO_ROOT, env=_environment(), capture_output=True, text=True,
+      timeout=600)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  ran = [json.loads(line) for line in completed.stdout.splitlines()
+         if line.startswith("{")]
+  assert [r["script"] for r in ran] == scripts(), completed.stderr[-3000:]
+  failed = [f"{r['script']}: status {r['status']}\n{r['output']}"
+            for r in ran if r["status"] != 0 or not r["usage"]]
+  failed += [f"{r['script']} imports {r['loads_tensorflow_first']} before "
+             "cmlm: TensorFlow would load with Keras 3"
+             for r in ran if r["loads_tensorflow_first"]]
   assert not failed, "\n\n".join(failed)
+
+
+def test_the_help_runner_finds_tensorflow_loaded_before_cmlm(tmp_path,
+                                                              monkeypatch):
+  """tests/scripts_help.py's order check, on scripts run here (TensorFlow
+  long loaded): a script importing TensorFlow, or a helper of its folder
+  that does, before `cmlm` is named; one importing `cmlm` first, or no
+  TensorFlow at all, is not; a failing script's status and output come
+  back, and its folder's helper is gone from `sys.modules` after."""
+  from tests import scripts_help  # pylint: disable=g-import-not-at-top
+  usage = ("import argparse\n"
+           "argparse.ArgumentParser(prog='x').parse_args()\n")
+  (tmp_path / "helper_first.py").write_text("import tensorflow_hub\n")
+  cases = {
+      "tf_first.py": "import tensorflow as tf\nimport cmlm\n",
+      "helper.py": "import helper_first\nimport cmlm\n",
+      "cmlm_first.py": "import cmlm\nimport tensorflow as tf\n",
+      "no_tf.py": "import json\n",
+      "broken.py": "raise RuntimeError('at import')\n"}
+  ran = {}
+  for name, code in cases.items():
+    (tmp_path / name).write_text(code + usage)
+    ran[name] = scripts_help.run_help(str(tmp_path / name))
+  assert ran["tf_first.py"]["loads_tensorflow_first"] == "tensorflow"
+  assert ran["helper.py"]["loads_tensorflow_first"] == "tensorflow_hub"
+  assert ran["cmlm_first.py"]["loads_tensorflow_first"] is None
+  assert ran["no_tf.py"]["loads_tensorflow_first"] is None
+  assert all(ran[name]["status"] == 0 and ran[name]["usage"]
+             for name in ("tf_first.py", "cmlm_first.py", "no_tf.py"))
+  assert ran["broken.py"]["status"] == 1
+  assert "RuntimeError: at import" in ran["broken.py"]["output"]
+  assert "helper_first" not in sys.modules
 
 
 @pytest.mark.slow
