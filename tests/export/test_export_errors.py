@@ -20,6 +20,7 @@ from cmlm.inference import embedders
 from cmlm.export import exporter
 from cmlm.export import preprocessor as preprocessor_lib
 from cmlm.inference import text_inputs
+from tests import helpers
 from tests.export import export_helpers as export_helpers
 
 pytestmark = pytest.mark.slow
@@ -167,12 +168,13 @@ def test_atomic_directory_gets_the_mode_the_umask_gives(tmp_path, umask,
   assert stat.S_IMODE(os.stat(tmp_path / "models" / "1").st_mode) == mode
 
 
-def test_cli_reports_a_missing_checkpoint_in_one_line(tmp_path):
+def test_cli_reports_a_missing_checkpoint_in_one_line(tmp_path, capsys):
   (tmp_path / "params.yaml").write_text("task: {}\n")
-  completed = export_helpers.run_cli("export", f"--model_dir={tmp_path}",
-                   f"--export_dir={tmp_path / 'export'}")
-  assert completed.returncode == 2
-  errors = [line for line in completed.stderr.splitlines()
+  status, stderr = helpers.run_command(
+      ["export", f"--model_dir={tmp_path}",
+       f"--export_dir={tmp_path / 'export'}"], capsys)
+  assert status == 2
+  errors = [line for line in stderr
             if line.startswith("cmlm export: error:")]
   assert errors == [f"cmlm export: error: No checkpoint in {tmp_path}: train "
                     "first, or name one with --checkpoint=PATH/ckpt-N."]

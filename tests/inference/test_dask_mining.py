@@ -13,6 +13,7 @@ from cmlm.inference import dask_encoding
 from cmlm.inference import dask_mining
 from cmlm.inference import mine_files
 from cmlm.inference import nearest_neighbours
+from tests import helpers
 from tests.export import export_helpers
 
 pytest.importorskip("dask.distributed", reason="dask is in "
@@ -171,16 +172,23 @@ def test_a_killed_worker_s_sentences_are_encoded_again(client, texts,
 
 @pytest.mark.slow
 def test_the_command_encodes_on_a_local_cluster_as_in_one_process(
-    texts, tiny_export, tmp_path):
+    texts, tiny_export, tmp_path, capsys):
+  """The one-process run through the command line's `main` in this process,
+  the cluster's as a user runs it."""
   source_txt, target_txt, _ = texts
   rows = []
   for workers in ("0", "2"):
     output = tmp_path / f"pairs_{workers}.tsv"
-    result = export_helpers.run_cli(
-        "mine", f"--model={tiny_export.export_dir}", f"--source={source_txt}",
-        f"--target={target_txt}", f"--output={output}", "--k=2",
-        f"--dask_workers={workers}", "--encode_shard_size=4")
-    assert result.returncode == 0, result.stderr[-2000:]
+    argv = ["mine", f"--model={tiny_export.export_dir}",
+            f"--source={source_txt}", f"--target={target_txt}",
+            f"--output={output}", "--k=2", f"--dask_workers={workers}",
+            "--encode_shard_size=4"]
+    if workers == "0":
+      status, stderr = helpers.run_command(argv, capsys)
+      assert status == 0, stderr[-20:]
+    else:
+      result = export_helpers.run_cli(*argv)
+      assert result.returncode == 0, result.stderr[-2000:]
     rows.append(_by_pair(line.split("\t")
                          for line in output.read_text().splitlines()))
   assert "on the Dask cluster" in result.stderr

@@ -325,7 +325,7 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_cli_imports_and_reports_errors_in_one_line(tmp_path):
+def test_cli_imports_and_reports_errors_in_one_line(tmp_path, capsys):
   tiny.write_tiny_bert(str(tmp_path / "hf"))
   command = [sys.executable, "-m", "cmlm", "import",
              f"--source={tmp_path / 'hf'}", f"--model_dir={tmp_path / 'out'}"]
@@ -333,11 +333,10 @@ def test_cli_imports_and_reports_errors_in_one_line(tmp_path):
                         cwd=REPO_ROOT, check=False)
   assert done.returncode == 0, done.stderr
   assert "projection head new (15 projections)" in done.stdout
-  again = subprocess.run(command, capture_output=True, text=True,
-                         cwd=REPO_ROOT, check=False)
-  assert again.returncode == 2
-  errors = [line for line in again.stderr.splitlines()
-            if line.startswith("cmlm import: error:")]
+  # Again, through the command line's own `main` in this process.
+  status, stderr = helpers.run_command(command[3:], capsys)
+  assert status == 2
+  errors = [line for line in stderr if line.startswith("cmlm import: error:")]
   assert len(errors) == 1 and "already exists" in errors[0]
 
 
