@@ -24,14 +24,32 @@ SPECIAL_IDS = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
 def run_command(argv, capsys):
   """`python -m cmlm ARGV` in this process, through the command line's own
   `main` (its error handling included): (exit status, stderr lines)."""
+  completed = run_command_here(argv, capsys)
+  return completed.returncode, completed.stderr.strip().splitlines()
+
+
+def run_command_here(argv, capsys, input_text=None):
+  """`python -m cmlm ARGV` in this process (`input_text` its stdin), as
+  `subprocess.run` would report it: a `CompletedProcess` with the exit
+  status and what the command wrote to stdout and stderr."""
+  import io  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
   from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
   capsys.readouterr()
+  stdin = sys.stdin
+  if input_text is not None:
+    sys.stdin = io.TextIOWrapper(io.BytesIO(input_text.encode("utf-8")),
+                                 encoding="utf-8")
   try:
     command_line.main(["cmlm"] + list(argv))
     status = 0
   except SystemExit as exited:
-    status = exited.code
-  return status, capsys.readouterr().err.strip().splitlines()
+    status = 0 if exited.code is None else exited.code
+  finally:
+    sys.stdin = stdin
+  out, err = capsys.readouterr()
+  return subprocess.CompletedProcess(["cmlm"] + list(argv), status, out, err)
 
 
 def walk_sources(top):

@@ -10,6 +10,7 @@ import cmlm.evaluation  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from cmlm.evaluation import encoders
+from tests import helpers
 from tests.helpers import SHARED_EVAL_DATA as DEFAULT_DATA_DIR
 from tests.export import export_helpers as export_helpers
 
@@ -18,11 +19,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.skipif(not os.path.isdir(DEFAULT_DATA_DIR),
                     reason="../shared/data/eval is absent")
-def test_cli_eval_of_a_trained_run_writes_the_report(tiny, tmp_path):
+def test_cli_eval_of_a_trained_run_writes_the_report(tiny, tmp_path, capsys):
   report_dir = tmp_path / "report"
-  completed = export_helpers.run_cli(
-      "eval", f"--model={tiny.model_dir}", "--tasks=sts-b,cr",
-      f"--data_dir={DEFAULT_DATA_DIR}", "--max_examples=120", "--batch_size=64", f"--report_dir={report_dir}")
+  completed = helpers.run_command_here(
+      ["eval", f"--model={tiny.model_dir}", "--tasks=sts-b,cr",
+       f"--data_dir={DEFAULT_DATA_DIR}", "--max_examples=120",
+       "--batch_size=64", f"--report_dir={report_dir}"], capsys)
   assert completed.returncode == 0, completed.stderr[-3000:]
   assert "[1/2] sts-b (table 2)" in completed.stdout
   assert "sent/s" in completed.stderr  # encoding progress

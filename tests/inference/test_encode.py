@@ -14,20 +14,21 @@ from cmlm.inference import encode_files
 from cmlm.inference import progress as progress_lib
 from official.nlp.configs import encoders
 from official.nlp.tools import export_tfhub_lib
+from tests import helpers
 from tests.export import export_helpers as export_helpers
 
 VOCAB = cmlm_experiments.EMBEDDED_VOCAB
 
 
 @pytest.mark.slow
-def test_cli_encode_writes_embeddings_of_every_line(tiny, tmp_path):
+def test_cli_encode_writes_embeddings_of_every_line(tiny, tmp_path, capsys):
   lines = export_helpers.SENTENCES + ["", "emoji 😀"]
   input_path = tmp_path / "sentences.txt"
   input_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
   output = str(tmp_path / "out" / "embeddings.npy")
-  completed = export_helpers.run_cli(
-      "encode", f"--model={tiny.result.export_dir}", f"--input={input_path}",
-      f"--output={output}", "--batch_size=2")
+  completed = helpers.run_command_here(
+      ["encode", f"--model={tiny.result.export_dir}", f"--input={input_path}",
+       f"--output={output}", "--batch_size=2"], capsys)
   assert completed.returncode == 0, completed.stderr[-2000:]
   assert "sent/s" in completed.stderr  # the progress line
   assert "Encoding 5 sentences of" in completed.stderr

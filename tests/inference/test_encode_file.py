@@ -12,21 +12,22 @@ import cmlm.inference  # noqa: F401  (Keras 2 before TensorFlow loads)
 from cmlm.inference import embedders
 from cmlm.inference import encode_files
 from cmlm.inference import quantization
+from tests import helpers
 from tests.export import export_helpers
 
 SENTENCES = export_helpers.SENTENCES
 
 
 @pytest.mark.slow
-def test_cli_reads_stdin_jsonl_and_writes_quantized_parquet(tiny, tmp_path):
+def test_cli_reads_stdin_jsonl_and_writes_quantized_parquet(tiny, tmp_path, capsys):
   pq = pytest.importorskip("pyarrow.parquet")
   records = "".join(json.dumps({"id": i, "sentence": s}) + "\n"
                     for i, s in enumerate(SENTENCES))
   output = tmp_path / "out.parquet"
-  completed = export_helpers.run_cli(
-      "encode", f"--model={tiny.model_dir}", "--input=-",
-      "--input_format=jsonl", "--text_field=sentence", f"--output={output}",
-      "--truncate_dim=8", "--precision=int8", "--batch_size=2",
+  completed = helpers.run_command_here(
+      ["encode", f"--model={tiny.model_dir}", "--input=-",
+       "--input_format=jsonl", "--text_field=sentence", f"--output={output}",
+       "--truncate_dim=8", "--precision=int8", "--batch_size=2"], capsys,
       input_text=records)
   assert completed.returncode == 0, completed.stderr[-2000:]
   assert f"Wrote {output}: int8 [3, 8]" in completed.stdout
