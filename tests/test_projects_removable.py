@@ -72,6 +72,7 @@ def test_the_registry_has_one_line_per_project():
 # is imported (none may need a project), then every registry is read.
 IMPORT_THE_CORE = """
 import importlib, json, os, sys
+road = sys.argv.pop(1)
 import cmlm
 from cmlm import registry_imports  # the registry, without its project lines
 # What every command loads at its start: not the libraries a few use.
@@ -107,7 +108,23 @@ print(json.dumps({
     "objectives": base.registered_kinds(),
     "pooling_heads": pooling_heads.registered_kinds(),
     "eval_tasks": sorted(tasks.TASKS),
-    "commands": sorted(COMMANDS)}))
+    "commands": sorted(COMMANDS)}), flush=True)
+"""
+
+# Then the README's road in the same process, each command through the
+# command line's `main`, as `python -m cmlm ARGS` runs it: the commands
+# (JSON, the first argument) one after another, stopping at the first that
+# fails with its status.
+THEN_THE_ROAD = """
+from cmlm import __main__ as command_line
+for argv in json.loads(road):
+  try:
+    command_line.main(["cmlm"] + argv)
+  except SystemExit as exited:
+    if exited.code not in (None, 0):
+      print(json.dumps({"failed": argv, "status": exited.code}), flush=True)
+      sys.exit(1)
+print(json.dumps({"road": "done"}))
 """
 
 
@@ -289,9 +306,24 @@ def test_the_core_stands_with_every_project_deleted(tmp_path,
     helped = run("-m", "cmlm", command, "--help")
     assert helped.returncode == 0, (command, helped.stderr[-2000:])
 
-  imported = run("-c", IMPORT_THE_CORE, *LAYERS_OF_THE_CORE)
-  assert imported.returncode == 0, imported.stderr[-3000:]
-  found = json.loads(imported.stdout.strip().splitlines()[-1])
+  # Every core module imported, then the road through the registry (train
+  # two steps, export, encode), in one process.
+  model_dir, export_dir = tmp_path / "run", tmp_path / "export"
+  (tmp_path / "sentences.txt").write_text("a sentence\nanother\n")
+  road = [["train", "--experiment=cmlm/tiny", f"--model_dir={model_dir}",
+           "--params_override=" + override_string(
+               helpers.tiny_run_overrides(2))],
+          ["export", f"--model_dir={model_dir}", f"--export_dir={export_dir}"],
+          ["encode", f"--model={export_dir}",
+           f"--input={tmp_path / 'sentences.txt'}",
+           f"--output={tmp_path / 'vectors.npy'}"]]
+  imported = run("-c", IMPORT_THE_CORE + THEN_THE_ROAD, json.dumps(road),
+                 *LAYERS_OF_THE_CORE)
+  assert imported.returncode == 0, (imported.stdout[-2000:] +
+                                    imported.stderr[-3000:])
+  lines = imported.stdout.strip().splitlines()
+  found = json.loads(next(line for line in lines
+                          if line.startswith('{"at_start"')))
   assert found["at_start"] == []  # imported where used (a command's start)
   assert "cmlm.training.train" in found["modules"]
   assert "cmlm.inference.embedders" in found["modules"]
@@ -301,21 +333,7 @@ def test_the_core_stands_with_every_project_deleted(tmp_path,
   assert {"cmlm", "bitext_retrieval", "nli"} <= set(found["objectives"])
   assert {"cmlm/tiny", "cmlm/en_base"} <= set(found["experiments"])
   assert "sts-b" in found["eval_tasks"]
-
-  # The road, through the registry: train two steps, export, encode.
-  model_dir, export_dir = tmp_path / "run", tmp_path / "export"
-  trained = run("-m", "cmlm", "train", "--experiment=cmlm/tiny",
-                f"--model_dir={model_dir}", "--params_override=" +
-                override_string(helpers.tiny_run_overrides(2)))
-  assert trained.returncode == 0, trained.stderr[-3000:]
-  exported = run("-m", "cmlm", "export", f"--model_dir={model_dir}",
-                 f"--export_dir={export_dir}")
-  assert exported.returncode == 0, exported.stderr[-3000:]
-  encoded = subprocess.run(
-      [sys.executable, "-m", "cmlm", "encode", f"--model={export_dir}", "--input=-",
-       f"--output={tmp_path / 'vectors.npy'}"], input="a sentence\nanother\n",
-      cwd=root, env=env, capture_output=True, text=True, timeout=600)
-  assert encoded.returncode == 0, encoded.stderr[-3000:]
+  assert lines[-1] == json.dumps({"road": "done"})
   import numpy as np  # pylint: disable=g-import-not-at-top
   assert np.load(tmp_path / "vectors.npy").shape[0] == 2
 
