@@ -52,9 +52,15 @@ def import_order(names):
 def _put_back(name, module, folder):
   """Whether a module a script loaded goes when it ends: the repository's
   (outside `cmlm`) and its own folder's, as a next script run alone would
-  load them afresh; not the libraries'."""
-  path = os.path.abspath(getattr(module, "__file__", None) or os.sep)
-  return (path.startswith((REPO_ROOT + os.sep, folder + os.sep))
+  load them afresh; not the libraries', wherever the environment is (a
+  `.venv` inside the checkout is under the repository too)."""
+  path = os.path.realpath(getattr(module, "__file__", None) or os.sep)
+  installed = {os.path.realpath(prefix) + os.sep
+               for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+  return (path.startswith((os.path.realpath(REPO_ROOT) + os.sep,
+                           os.path.realpath(folder) + os.sep))
+          and not path.startswith(tuple(installed))
+          and "site-packages" not in path.split(os.sep)
           and name != "cmlm" and not name.startswith("cmlm."))
 
 

@@ -98,6 +98,12 @@ def test_the_help_runner_finds_tensorflow_loaded_before_cmlm(tmp_path,
   assert ran["broken.py"]["status"] == 1
   assert "RuntimeError: at import" in ran["broken.py"]["output"]
   assert "helper_first" not in sys.modules
+  # What goes after a script: the repository's modules, never a library's,
+  # even from an environment inside the checkout (make's .venv).
+  import numpy  # pylint: disable=g-import-not-at-top
+  assert not scripts_help._put_back("numpy", numpy, REPO_ROOT)  # pylint: disable=protected-access
+  assert scripts_help._put_back("tests.helpers", helpers, REPO_ROOT)  # pylint: disable=protected-access
+  assert not scripts_help._put_back("cmlm.demo", helpers, REPO_ROOT)  # pylint: disable=protected-access
 
 
 @pytest.mark.slow
