@@ -134,8 +134,9 @@ def step_examples_per_s(args):
   features = {name: train_step.random_features(
       args.batch_size, args.seq_length, args.masked_tokens,
       model_config.encoder.vocab_size, ("s1_", "s2_"))}
-  seconds = train_step.time_steps(train_step.compiled_train_step(task, model),
-                                  features, args.steps)
+  seconds = train_step.time_steps(
+      train_step.compiled_train_step(task, model, features), features,
+      args.steps)
   return args.batch_size / seconds, model_config.encoder
 
 
