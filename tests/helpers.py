@@ -1,5 +1,8 @@
 """Tiny configs and batches shared by the tests (hidden 16, one layer)."""
+import io
 import os
+import subprocess
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -32,9 +35,6 @@ def run_command_here(argv, capsys, input_text=None):
   """`python -m cmlm ARGV` in this process (`input_text` its stdin), as
   `subprocess.run` would report it: a `CompletedProcess` with the exit
   status and what the command wrote to stdout and stderr."""
-  import io  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
   from cmlm import __main__ as command_line  # pylint: disable=g-import-not-at-top
   capsys.readouterr()
   stdin = sys.stdin
@@ -208,8 +208,6 @@ def install_wheel(root: str) -> str:
   stays clean) and installed with `pip --target` into `root`/site, without
   dependencies (those of this environment serve). Returns that directory."""
   import shutil  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
   source, wheels = os.path.join(root, "source"), os.path.join(root, "wheel")
   os.makedirs(source)
   for name in WHEEL_FILES:

@@ -33,6 +33,12 @@ LOADS_TENSORFLOW = frozenset({
     "tensorflow_text", "tensorflow_datasets", "tensorflow_serving", "tf2onnx",
     "transformers", "sentence_transformers", "mteb"})
 TAIL = 1500
+# Where the libraries are, and the repository: a module under the first
+# stays loaded between scripts (a `.venv` inside the checkout included).
+_INSTALLED = tuple({os.path.realpath(prefix) + os.sep
+                    for prefix in (sys.prefix, sys.base_prefix,
+                                   sys.exec_prefix)})
+_REPOSITORY = os.path.realpath(REPO_ROOT) + os.sep
 
 
 def import_order(names):
@@ -55,11 +61,8 @@ def _put_back(name, module, folder):
   load them afresh; not the libraries', wherever the environment is (a
   `.venv` inside the checkout is under the repository too)."""
   path = os.path.realpath(getattr(module, "__file__", None) or os.sep)
-  installed = {os.path.realpath(prefix) + os.sep
-               for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-  return (path.startswith((os.path.realpath(REPO_ROOT) + os.sep,
-                           os.path.realpath(folder) + os.sep))
-          and not path.startswith(tuple(installed))
+  return (path.startswith((_REPOSITORY, os.path.realpath(folder) + os.sep))
+          and not path.startswith(_INSTALLED)
           and "site-packages" not in path.split(os.sep)
           and name != "cmlm" and not name.startswith("cmlm."))
 

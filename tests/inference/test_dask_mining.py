@@ -183,12 +183,9 @@ def test_the_command_encodes_on_a_local_cluster_as_in_one_process(
             f"--source={source_txt}", f"--target={target_txt}",
             f"--output={output}", "--k=2", f"--dask_workers={workers}",
             "--encode_shard_size=4"]
-    if workers == "0":
-      status, stderr = helpers.run_command(argv, capsys)
-      assert status == 0, stderr[-20:]
-    else:
-      result = export_helpers.run_cli(*argv)
-      assert result.returncode == 0, result.stderr[-2000:]
+    result = (helpers.run_command_here(argv, capsys) if workers == "0"
+              else export_helpers.run_cli(*argv))
+    assert result.returncode == 0, result.stderr[-2000:]
     rows.append(_by_pair(line.split("\t")
                          for line in output.read_text().splitlines()))
   assert "on the Dask cluster" in result.stderr
