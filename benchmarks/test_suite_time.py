@@ -1,11 +1,15 @@
 """How long the test suite takes: runs `make test`'s pytest command and
 writes its wall time, its counts and the machine to a results file.
 
-    python benchmarks/test_suite_time.py [--workers=2] \
-        [--results=docs/results/test_suite.json] [-- EXTRA PYTEST ARGS]
+    python benchmarks/test_suite_time.py [--workers=2] [--append] \
+        [--results=docs/results/test_suite_<cpu>.json] [-- EXTRA PYTEST ARGS]
 
 The suite's budget is 20 minutes of pytest on a quiet 2-core machine
-(BUILD.md renders the figure from the results file). Run it with nothing
+(BUILD.md renders the figures from the results files, one per CPU:
+`test_suite_intel_xeon.json`, `test_suite_amd_epyc.json`). Runs of one
+commit on one machine can differ by a tenth, so `--append` adds a run to
+its results file when the file holds runs of the same commit on the same
+CPU (and refuses, before running anything, when it does not). Run it with nothing
 else running: the load before and after is recorded beside the time, and
 the run is flagged `quiet: false` when the 1-minute load at the start is
 0.5 or more. With more than one worker it also records how long each
@@ -123,11 +127,42 @@ def busy_share(before, after):
   return round((after[0] - before[0]) / (after[1] - before[1]), 3)
 
 
+def cpu_name(model: str) -> str:
+  """A results file's CPU part: "Intel(R) Xeon(R) Processor" gives
+  "intel_xeon", "AMD EPYC 7B13" gives "amd_epyc"."""
+  words = re.sub(r"\((R|TM)\)", " ", model).split()
+  return "_".join(re.sub(r"[^a-z0-9]", "", w.lower()) for w in words[:2]
+                  ) or "unknown"
+
+
+def appended(previous: dict, result: dict) -> dict:
+  """`previous` (a results file) with `result`'s run added after its runs;
+  ValueError (one sentence) when the two differ in commit, modified code,
+  CPU, its flags or cores."""
+  for key in ("commit", "code_modified", "cpu", "cpu_flags", "cores"):
+    if previous.get(key) != result.get(key):
+      raise ValueError(
+          f"--append adds runs of one commit on one CPU, but the results "
+          f"file's {key} is {previous.get(key)!r} and this run's is "
+          f"{result.get(key)!r}: write to another --results file.")
+  merged = dict(previous, runs=previous["runs"] + result["runs"],
+                quiet=previous["quiet"] and result["quiet"],
+                date=result["date"])
+  merged["load"] = "; ".join(f"{run['load']} (run {i})" for i, run in
+                             enumerate(merged["runs"], 1))
+  return merged
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--workers", type=int, default=2)
-  parser.add_argument("--results", default=os.path.join(
-      REPO_ROOT, "docs", "results", "test_suite.json"))
+  parser.add_argument(
+      "--results", default=None,
+      help="the results file (default: docs/results/test_suite_<cpu>.json, "
+      "<cpu> as in test_suite_intel_xeon.json)")
+  parser.add_argument("--append", action="store_true",
+                      help="add this run to the results file's runs of the "
+                      "same commit and CPU instead of replacing them")
   parser.add_argument("--log", default=None,
                       help="also write pytest's output to this file")
   parser.add_argument("--times", default=None,
@@ -139,6 +174,20 @@ def main(argv=None) -> int:
     parser.error("--workers must be 1 or more.")
   commit = unit_provenance.head_commit()
   modified = unit_provenance.modified_code()
+  cpu = unit_provenance.cpu_model()
+  flags = [f for f, on in unit_provenance.isa_flags().items() if on]
+  results = args.results or os.path.join(
+      REPO_ROOT, "docs", "results", f"test_suite_{cpu_name(cpu)}.json")
+  previous = None
+  if args.append and os.path.exists(results):
+    with open(results, encoding="utf-8") as f:
+      previous = json.load(f)
+    try:  # refused now, not after the suite's minutes
+      appended(previous, {"commit": commit, "code_modified": modified,
+                          "cpu": cpu, "cpu_flags": flags,
+                          "cores": os.cpu_count(), "runs": []})
+    except ValueError as e:
+      parser.error(str(e))
   load_before = round(os.getloadavg()[0], 2)
   command = pytest_command(args.workers, args.extra)
   print(f"running {' '.join(command[1:])} (load {load_before})",
@@ -159,35 +208,36 @@ def main(argv=None) -> int:
     with open(args.log, "w", encoding="utf-8") as f:
       f.write(output)
   print("\n".join(output.splitlines()[-40:]))
+  load = (f"{load_before} at the start, {round(os.getloadavg()[0], 2)} at "
+          "the end")
   result = {
       "command": unit_provenance.without_local_paths(
           " ".join(["python", "benchmarks/test_suite_time.py"]
                    + (argv if argv is not None else sys.argv[1:])),
           ("log", "results", "times")),
       "commit": commit, "code_modified": modified,
-      "cpu": unit_provenance.cpu_model(),
-      "cpu_flags": [f for f, on in unit_provenance.isa_flags().items() if on],
+      "cpu": cpu, "cpu_flags": flags,
       "cores": os.cpu_count(),
       "date": time.strftime("%Y-%m-%d", time.gmtime()),
-      "load": f"{load_before} at the start, "
-              f"{round(os.getloadavg()[0], 2)} at the end",
-      "quiet": load_before < QUIET_LOAD,
+      "load": load, "quiet": load_before < QUIET_LOAD,
       "runs": [dict({"command": "make test", "workers": args.workers,
                      "seconds": round(seconds), "exit_status": run.returncode,
-                     "load": f"{load_before} at the start"},
+                     "load": load},
                     **counts(output))]}
   result["runs"][0]["slowest"] = slowest(output)
   result["runs"][0].update(per_worker, cpu_busy=cpu_busy)
   result["runs"][0]["tests"] = sum(
       result["runs"][0].get(k, 0) for k in ("passed", "failed", "skipped",
                                              "error"))
-  tmp = args.results + f".tmp-{os.getpid()}"
+  if previous is not None:
+    result = appended(previous, result)
+  tmp = results + f".tmp-{os.getpid()}"
   with open(tmp, "w", encoding="utf-8") as f:
     json.dump(result, f, indent=1)
     f.write("\n")
-  os.replace(tmp, args.results)
+  os.replace(tmp, results)
   print(f"{round(seconds)} s, exit status {run.returncode}; wrote "
-        f"{args.results}", file=sys.stderr)
+        f"{results}", file=sys.stderr)
   return run.returncode
 
 

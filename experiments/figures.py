@@ -212,17 +212,20 @@ def _minutes(seconds: float) -> str:
 
 
 def render_test_suite(results: Sequence[Mapping]) -> str:
-  (result,) = results
-  lines = [provenance(result), "",
-           "| command | tests | outcome | time | 1-minute load |",
-           "|---|---|---|---|---|"]
-  for run in result["runs"]:
-    # A run with failures still took its time; the table says they failed.
-    outcome = ("all passed" if run.get("exit_status", 0) == 0 else
-               f"{run.get('failed', 0)} failed, {run.get('passed', 0)} "
-               "passed")
-    lines.append(f"| `{run['command']}` | {run['tests']} | {outcome} | "
-                 f"{_minutes(run['seconds'])} | {run['load']} |")
+  """`benchmarks/test_suite_time.py`: one results file per CPU, each its
+  provenance line, then every run in one table with its CPU."""
+  lines = [line for result in results for line in (provenance(result), "")]
+  lines += ["| CPU | command | tests | outcome | time | 1-minute load |",
+            "|---|---|---|---|---|---|"]
+  for result in results:
+    for run in result["runs"]:
+      # A run with failures still took its time; the table says they failed.
+      outcome = ("all passed" if run.get("exit_status", 0) == 0 else
+                 f"{run.get('failed', 0)} failed, {run.get('passed', 0)} "
+                 "passed")
+      lines.append(f"| {result['cpu']} | `{run['command']}` | {run['tests']} "
+                   f"| {outcome} | {_minutes(run['seconds'])} | "
+                   f"{run['load']} |")
   return "\n".join(lines) + "\n"
 
 

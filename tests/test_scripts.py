@@ -214,3 +214,42 @@ def test_the_suite_timer_reads_pytest_s_counts_and_slowest_tests():
       {"seconds": 73.68, "phase": "setup",
        "test": "tests/b.py::test_two[tflite]"},
       {"seconds": 0.54, "phase": "teardown", "test": "tests/c.py::test_three"}]
+
+
+def test_the_suite_timer_names_its_results_file_by_the_cpu():
+  """One results file per CPU family, named from /proc/cpuinfo's model."""
+  name = _suite_timer().cpu_name
+  assert name("Intel(R) Xeon(R) Processor") == "intel_xeon"
+  assert name("AMD EPYC") == name("AMD EPYC 7B13") == "amd_epyc"
+  assert name("") == "unknown"
+
+
+def test_the_suite_timer_appends_only_runs_of_one_commit_and_cpu(
+    tmp_path, capsys):
+  """`--append` adds a run after the file's runs (each its load, the file
+  quiet only when every run was); a file of another commit or CPU is
+  refused in one sentence before the suite runs."""
+  timer = _suite_timer()
+  def result(commit, cpu, seconds, quiet):
+    return {"commit": commit, "code_modified": [], "cpu": cpu,
+            "cpu_flags": ["avx2"], "cores": 2, "date": "2026-11-27",
+            "quiet": quiet, "load": "x",
+            "runs": [{"seconds": seconds, "load": f"{seconds} load"}]}
+  first = result("abc", "AMD EPYC", 800, True)
+  merged = timer.appended(first, dict(result("abc", "AMD EPYC", 810, False),
+                                      date="2026-11-28"))
+  assert [run["seconds"] for run in merged["runs"]] == [800, 810]
+  assert merged["load"] == "800 load (run 1); 810 load (run 2)"
+  assert merged["quiet"] is False and merged["date"] == "2026-11-28"
+  assert first["runs"] == [{"seconds": 800, "load": "800 load"}]
+  for other in (result("def", "AMD EPYC", 1, True),
+                result("abc", "Intel(R) Xeon(R) Processor", 1, True)):
+    with pytest.raises(ValueError, match="--append adds runs of one commit"):
+      timer.appended(first, other)
+  results = tmp_path / "suite.json"
+  results.write_text(json.dumps(result("not-this-commit", timer.
+                                       unit_provenance.cpu_model(), 1, True)))
+  with pytest.raises(SystemExit) as exit_info:
+    timer.main(["--append", f"--results={results}"])
+  assert exit_info.value.code == 2
+  assert "results file's commit is 'not-this-commit'" in capsys.readouterr().err
