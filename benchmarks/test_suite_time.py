@@ -9,8 +9,8 @@ The suite's budget is 20 minutes of pytest on a quiet 2-core machine
 `test_suite_intel_xeon.json`, `test_suite_amd_epyc.json`). Runs of one
 commit on one machine can differ by a tenth, so `--append` adds a run to
 its results file when the file holds runs of the same commit on the same
-CPU (and refuses, before running anything, when it does not). Run it with nothing
-else running: the load before and after is recorded beside the time, and
+CPU (and refuses, before running anything, when it does not). Run it with
+nothing else running: the load before and after is recorded beside the time, and
 the run is flagged `quiet: false` when the 1-minute load at the start is
 0.5 or more. With more than one worker it also records how long each
 pytest-xdist worker was busy, when it finished (a worker that finished
@@ -135,16 +135,25 @@ def cpu_name(model: str) -> str:
                   ) or "unknown"
 
 
-def appended(previous: dict, result: dict) -> dict:
-  """`previous` (a results file) with `result`'s run added after its runs;
-  ValueError (one sentence) when the two differ in commit, modified code,
-  CPU, its flags or cores."""
-  for key in ("commit", "code_modified", "cpu", "cpu_flags", "cores"):
-    if previous.get(key) != result.get(key):
+# What makes two runs comparable: the same code on the same machine.
+IDENTITY = ("commit", "code_modified", "cpu", "cpu_flags", "cores")
+
+
+def check_appendable(previous: dict, identity: dict) -> None:
+  """ValueError (one sentence) when `previous` (a results file) and a run
+  of `identity` differ in commit, modified code, CPU, its flags or cores."""
+  for key in IDENTITY:
+    if previous.get(key) != identity.get(key):
       raise ValueError(
           f"--append adds runs of one commit on one CPU, but the results "
           f"file's {key} is {previous.get(key)!r} and this run's is "
-          f"{result.get(key)!r}: write to another --results file.")
+          f"{identity.get(key)!r}: write to another --results file.")
+
+
+def appended(previous: dict, result: dict) -> dict:
+  """`previous` (a results file) with `result`'s run added after its runs
+  (`check_appendable` first)."""
+  check_appendable(previous, result)
   merged = dict(previous, runs=previous["runs"] + result["runs"],
                 quiet=previous["quiet"] and result["quiet"],
                 date=result["date"])
@@ -172,10 +181,12 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   if args.workers < 1:
     parser.error("--workers must be 1 or more.")
-  commit = unit_provenance.head_commit()
-  modified = unit_provenance.modified_code()
   cpu = unit_provenance.cpu_model()
-  flags = [f for f, on in unit_provenance.isa_flags().items() if on]
+  identity = {"commit": unit_provenance.head_commit(),
+              "code_modified": unit_provenance.modified_code(), "cpu": cpu,
+              "cpu_flags": [f for f, on in unit_provenance.isa_flags().items()
+                            if on],
+              "cores": os.cpu_count()}
   results = args.results or os.path.join(
       REPO_ROOT, "docs", "results", f"test_suite_{cpu_name(cpu)}.json")
   previous = None
@@ -183,9 +194,7 @@ def main(argv=None) -> int:
     with open(results, encoding="utf-8") as f:
       previous = json.load(f)
     try:  # refused now, not after the suite's minutes
-      appended(previous, {"commit": commit, "code_modified": modified,
-                          "cpu": cpu, "cpu_flags": flags,
-                          "cores": os.cpu_count(), "runs": []})
+      check_appendable(previous, identity)
     except ValueError as e:
       parser.error(str(e))
   load_before = round(os.getloadavg()[0], 2)
@@ -215,9 +224,7 @@ def main(argv=None) -> int:
           " ".join(["python", "benchmarks/test_suite_time.py"]
                    + (argv if argv is not None else sys.argv[1:])),
           ("log", "results", "times")),
-      "commit": commit, "code_modified": modified,
-      "cpu": cpu, "cpu_flags": flags,
-      "cores": os.cpu_count(),
+      **identity,
       "date": time.strftime("%Y-%m-%d", time.gmtime()),
       "load": load, "quiet": load_before < QUIET_LOAD,
       "runs": [dict({"command": "make test", "workers": args.workers,

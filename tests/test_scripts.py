@@ -247,8 +247,8 @@ def test_the_suite_timer_appends_only_runs_of_one_commit_and_cpu(
     with pytest.raises(ValueError, match="--append adds runs of one commit"):
       timer.appended(first, other)
   results = tmp_path / "suite.json"
-  results.write_text(json.dumps(result("not-this-commit", timer.
-                                       unit_provenance.cpu_model(), 1, True)))
+  cpu = timer.unit_provenance.cpu_model()
+  results.write_text(json.dumps(result("not-this-commit", cpu, 1, True)))
   with pytest.raises(SystemExit) as exit_info:
     timer.main(["--append", f"--results={results}"])
   assert exit_info.value.code == 2
