@@ -7,6 +7,9 @@ it (`os.replace`, atomic on one file system) when complete; on any failure
 the temporary file is removed and the target is left as it was; one that a
 killed process (SIGKILL) left is removed by the next writer of that target
 on the same host, with one line (`remove_stale_temporaries`).
+What other libraries leave in the system's temporary directory (Beam's
+runners, Dask's workers) is kept in one of this process's own and removed
+with it (`private_temporary_directory`).
 Directories are written the same way by `training/atomic.py` (a layer up).
 """
 import contextlib
@@ -16,6 +19,7 @@ import re
 import shutil
 import socket
 import sys
+import tempfile
 from typing import Callable, Iterator, List, Set
 
 # The temporary files and directories this process is writing now (its
@@ -126,6 +130,49 @@ def _running(pid: int) -> bool:
   except PermissionError:
     return True  # another user's
   return True
+
+
+# The directory `private_temporary_directory` made, while it is in use.
+_PRIVATE_TEMPORARY: List[str] = []
+
+
+@contextlib.contextmanager
+def private_temporary_directory(name: str) -> Iterator[str]:
+  """The temporary directory of this process and its children for the
+  body's duration: `.tmp-<host>-<pid>-<name>` in the system's, set as
+  `tempfile.tempdir` and `TMPDIR`, removed with all it holds on any exit
+  (both restored). What Beam's runners and Dask's workers leave there goes
+  with it. One that a killed process left is removed, with a line, at the
+  next start (`remove_stale_temporaries`). Nested uses share the
+  outermost one; it is the whole process's, so one job at a time.
+
+  Examples:
+    with private_temporary_directory("cmlm-beam"):
+      run_to_end(pipeline)  # Beam's beam-temp*/tmp* made here, then gone
+  """
+  if _PRIVATE_TEMPORARY:
+    yield _PRIVATE_TEMPORARY[-1]
+    return
+  system = tempfile.gettempdir()
+  path = os.path.join(system, name)
+  remove_stale_temporaries(path)
+  directory = temporary_path(path)
+  os.makedirs(directory, mode=0o700, exist_ok=True)
+  previous_tempdir, previous_env = tempfile.tempdir, os.environ.get("TMPDIR")
+  tempfile.tempdir = directory
+  os.environ["TMPDIR"] = directory
+  _PRIVATE_TEMPORARY.append(directory)
+  try:
+    with in_progress(directory):
+      yield directory
+  finally:
+    _PRIVATE_TEMPORARY.pop()
+    tempfile.tempdir = previous_tempdir
+    if previous_env is None:
+      os.environ.pop("TMPDIR", None)
+    else:
+      os.environ["TMPDIR"] = previous_env
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -27,6 +27,12 @@ the main one: `beam_text.split_tallies` filters instead) and side inputs
 combined without one); and it computes only the last transform applied
 (the summary's writer, `beam_shards`, is last and reads everything).
 `local_dask_cluster` starts a cluster on this machine.
+
+Beam 2.77's local runners leave two or three empty directories per job in
+the system's temporary directory (`beam-temp*`, `tmp*`: Prism's job
+server and staging), and Dask's workers their `dask-scratch-space`; a job
+run here and a `local_dask_cluster` make them in a directory of their own
+instead, removed when they end (`atomic_file.private_temporary_directory`).
 """
 import contextlib
 import logging
@@ -39,6 +45,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from cmlm.data_pipelines import atomic_file
 from cmlm.data_pipelines import beam_text
 
 DASK_RUNNER = 'apache_beam.runners.dask.dask_runner.DaskRunner'
@@ -171,7 +178,8 @@ def local_dask_cluster(workers: int) -> Iterator[str]:
   level = dask_logs.level
   dask_logs.setLevel(logging.WARNING)  # its scheduler runs in this process
   try:
-    with distributed.LocalCluster(
+    with atomic_file.private_temporary_directory('cmlm-dask'), \
+        distributed.LocalCluster(
         n_workers=workers, processes=True, threads_per_worker=1,
         host='127.0.0.1', dashboard_address=None) as cluster:
       with distributed.Client(cluster, set_as_default=False) as client:
@@ -221,11 +229,22 @@ def run_to_end(pipeline: beam.Pipeline) -> beam.runners.runner.PipelineResult:
   comes. Workers are found in /proc (Linux); elsewhere, and on a remote
   cluster, the signal acts alone.
 
+  Beam's temporaries of the job are made in, and removed with, an
+  `atomic_file.private_temporary_directory`.
+
   Raises:
     JobFailed: the cluster lost the job (see `_is_lost_job`).
   """
-  if threading.current_thread() is not threading.main_thread():
-    return _run_and_wait(pipeline)
+  with atomic_file.private_temporary_directory('cmlm-beam'):
+    if threading.current_thread() is not threading.main_thread():
+      return _run_and_wait(pipeline)
+    return _run_with_stop_signals(pipeline)
+
+
+def _run_with_stop_signals(pipeline: beam.Pipeline
+                           ) -> beam.runners.runner.PipelineResult:
+  """`_run_and_wait`, stop signals ending this process's workers first
+  (`run_to_end`)."""
   stopping = []
 
   def end_workers_then(previous):

@@ -23,6 +23,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from cmlm.data_pipelines import atomic_file
 from cmlm.inference import nearest_neighbours
 
 
@@ -93,9 +94,11 @@ def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
 @contextlib.contextmanager
 def local_client(workers: int):
   """A dask.distributed Client of a LocalCluster of `workers` processes,
-  one thread each; closed on exit."""
+  one thread each; closed on exit, its workers' scratch space with it
+  (`atomic_file.private_temporary_directory`)."""
   from dask import distributed  # pylint: disable=g-import-not-at-top
-  with distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+  with atomic_file.private_temporary_directory("cmlm-dask"), \
+      distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
                                 processes=True, dashboard_address=None
                                 ) as cluster, distributed.Client(
                                     cluster) as client:

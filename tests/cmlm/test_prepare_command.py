@@ -16,9 +16,14 @@ from tests import helpers
 from tests.data_pipelines import data_helpers
 
 
-def run_prepare(*args):
+def run_prepare(*args, tmpdir=None):
+  """`python -m cmlm prepare ARGS`; `tmpdir`: its system temporary
+  directory (`TMPDIR`), made empty."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   env.pop("CMLM_DEBUG", None)
+  if tmpdir is not None:
+    os.makedirs(tmpdir)
+    env["TMPDIR"] = str(tmpdir)
   return subprocess.run([sys.executable, "-m", "cmlm", "prepare", *args],
                         cwd=helpers.REPO_ROOT, env=env, capture_output=True,
                         text=True, timeout=300)
@@ -59,8 +64,11 @@ def test_prepare_writes_records_a_manifest_and_the_table(tmp_path):
   prefix = tmp_path / "out" / "pairs"
   result = run_prepare(f"--input=en={text}", f"--output={prefix}",
                        f"--vocab_file={vocab}", "--seq_length=16",
-                       "--num_shards=2", "--", "--direct_num_workers=1")
+                       "--num_shards=2", "--", "--direct_num_workers=1",
+                       tmpdir=tmp_path / "system_tmp")
   assert result.returncode == 0, result.stderr[-3000:]
+  # Beam's runner left its beam-temp*/tmp* there before: now nothing.
+  assert os.listdir(tmp_path / "system_tmp") == []
   assert "|  | en | total |" in result.stdout
   assert "| pairs | 12 | 12 |" in result.stdout
   manifest = json.loads((tmp_path / "out" / "pairs.pairs.json").read_text())
@@ -93,7 +101,9 @@ def test_ctrl_c_stops_prepare_with_130_and_publishes_nothing(tmp_path):
   for copy in range(5):  # ~3.5 MB: the job runs well past the signal
     (corpus / f"{copy}.txt").write_bytes(open(novel, "rb").read())
   out = tmp_path / "out"
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  system_tmp = tmp_path / "system_tmp"
+  system_tmp.mkdir()
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TMPDIR=str(system_tmp))
   env.pop("CMLM_DEBUG", None)
   child = subprocess.Popen(
       [sys.executable, "-m", "cmlm", "prepare", f"--input={corpus}/*",
@@ -119,6 +129,7 @@ def test_ctrl_c_stops_prepare_with_130_and_publishes_nothing(tmp_path):
       "cmlm prepare: stopped by SIGINT (Ctrl-C); what it was writing was "
       "removed.")
   assert not out.exists()  # nor the directory made for the output
+  assert os.listdir(system_tmp) == []  # nor Beam's temporaries
 
 
 @pytest.mark.slow
@@ -198,8 +209,10 @@ def test_prepare_on_a_local_dask_cluster_writes_the_direct_runners_bytes(
                                             num_files=3)
   result = run_prepare(f"--input=en={text}", f"--output={tmp_path / 'dask'}",
                        "--pair_unit=sentence", "--num_shards=2",
-                       "--runner=DaskRunner", "--dask_workers=2")
+                       "--runner=DaskRunner", "--dask_workers=2",
+                       tmpdir=tmp_path / "system_tmp")
   assert result.returncode == 0, result.stderr[-3000:]
+  assert os.listdir(tmp_path / "system_tmp") == []  # nor dask-scratch-space
   assert ("prepare: a local Dask cluster of 2 worker processes at "
           "tcp://127.0.0.1:") in result.stderr
   assert "| pairs | 48 | 48 |" in result.stdout

@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -66,3 +67,49 @@ def test_a_killed_writer_s_temporary_is_removed_by_the_next_writer(tmp_path):
       f.write(b"whole")
   assert sorted(os.listdir(tmp_path)) == sorted(
       ["e.npy"] + [names["live"], names["other target"], names["other host"]])
+
+
+def test_a_private_temporary_directory_holds_what_children_leave_then_goes(
+    tmp_path, monkeypatch, capfd):
+  """What Beam's runners and Dask's workers leave in the system's temporary
+  directory (empty `beam-temp*`, `tmp*`, `dask-scratch-space`) goes with the
+  job's own one; one a killed job left goes at the next start."""
+  system = tmp_path / "system"
+  system.mkdir()
+  monkeypatch.setattr(tempfile, "tempdir", str(system))
+  monkeypatch.setenv("TMPDIR", str(system))
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  host = atomic_file._HOST  # pylint: disable=protected-access
+  stale = system / f".tmp-{host}-{dead.pid}-cmlm-beam"
+  live = system / f".tmp-{host}-{os.getppid()}-cmlm-beam"
+  for leftover in (stale, live):
+    (leftover / "beam-temp1").mkdir(parents=True)
+  with atomic_file.private_temporary_directory("cmlm-beam") as directory:
+    assert tempfile.gettempdir() == directory == os.environ["TMPDIR"]
+    assert os.path.dirname(directory) == str(system)
+    child = subprocess.run(  # a runner's process: TMPDIR is its tempdir
+        [sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp())"],
+        capture_output=True, text=True, check=True)
+    assert os.path.dirname(child.stdout.strip()) == directory
+    with atomic_file.private_temporary_directory("cmlm-dask") as inner:
+      assert inner == directory  # nested: the outermost one
+      tempfile.mkdtemp(prefix="beam-temp")
+    assert os.path.isdir(directory)
+  assert sorted(os.listdir(system)) == [live.name]
+  assert tempfile.gettempdir() == str(system)
+  assert os.environ["TMPDIR"] == str(system)
+  assert capfd.readouterr().err.splitlines() == [
+      f"Removed {stale}, left by process {dead.pid}, which no longer runs."]
+
+
+def test_a_private_temporary_directory_goes_on_an_error_too(tmp_path,
+                                                           monkeypatch):
+  monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+  monkeypatch.delenv("TMPDIR", raising=False)
+  with pytest.raises(KeyboardInterrupt):
+    with atomic_file.private_temporary_directory("cmlm-beam"):
+      tempfile.mkdtemp()
+      raise KeyboardInterrupt
+  assert os.listdir(tmp_path) == []
+  assert "TMPDIR" not in os.environ

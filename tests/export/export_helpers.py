@@ -104,9 +104,13 @@ def run_fresh_python(script: str, *args: str, timeout: int = 300):
   return completed
 
 
-def run_cli(*args: str, input_text: str = None):
-  """`python -m cmlm ARGS` from the repository root (`input_text` on stdin)."""
+def run_cli(*args: str, input_text: str = None, tmpdir=None):
+  """`python -m cmlm ARGS` from the repository root (`input_text` on stdin;
+  `tmpdir`: its system temporary directory, `TMPDIR`, made empty)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  if tmpdir is not None:
+    os.makedirs(tmpdir)
+    env["TMPDIR"] = str(tmpdir)
   return subprocess.run([sys.executable, "-m", "cmlm", *args],
                         cwd=REPO_ROOT, env=env, capture_output=True,
                         text=True, timeout=300, input=input_text)

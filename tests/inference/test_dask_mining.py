@@ -184,11 +184,13 @@ def test_the_command_encodes_on_a_local_cluster_as_in_one_process(
             f"--output={output}", "--k=2", f"--dask_workers={workers}",
             "--encode_shard_size=4"]
     result = (helpers.run_command_here(argv, capsys) if workers == "0"
-              else export_helpers.run_cli(*argv))
+              else export_helpers.run_cli(*argv,
+                                          tmpdir=tmp_path / "system_tmp"))
     assert result.returncode == 0, result.stderr[-2000:]
     rows.append(_by_pair(line.split("\t")
                          for line in output.read_text().splitlines()))
   assert "on the Dask cluster" in result.stderr
+  assert os.listdir(tmp_path / "system_tmp") == []  # no dask-scratch-space
   assert [pair for pair, _ in rows[0]] == [pair for pair, _ in rows[1]]
   np.testing.assert_allclose([s for _, s in rows[1]],
                              [s for _, s in rows[0]], atol=1e-5)

@@ -90,14 +90,18 @@ def test_corpus_scope_marks_with_the_corpus_wide_top_ngrams(tmp_path):
 def test_command_rerun_gives_the_same_bytes_and_refuses_to_overwrite(
     tmp_path):
   text = write_corpus(tmp_path / "corpus")
+  system_tmp = tmp_path / "system_tmp"
+  system_tmp.mkdir()
 
   def run(*args):
     return subprocess.run(
         [sys.executable, "-m", "cmlm", "prepare_ngrams", f"--input={text}",
          "--direct_num_workers=1", "--num_shards=2", "--top_k=3", *args],
-        cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=300)
+        cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TMPDIR=str(system_tmp)))
   first = run(f"--output={tmp_path / 'a' / 'ng'}", "--scope=corpus")
   assert first.returncode == 0, first.stderr
+  assert os.listdir(system_tmp) == []  # nor Beam's temporaries
   assert "| n-grams marked |" in first.stdout
   again = run(f"--output={tmp_path / 'b' / 'ng'}", "--scope=corpus")
   read = lambda d: [open(p, "rb").read() for p in sorted(glob.glob(
