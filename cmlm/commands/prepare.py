@@ -35,6 +35,7 @@ from typing import List, Tuple
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import atomic_file
 
 INSTALL_HINT = ("needs Apache Beam, which `make demo` does not "
                 "install: run `pip install -r requirements-beam.txt` (or "
@@ -173,6 +174,9 @@ def main(argv) -> None:
     from cmlm.data_pipelines import beam_runners
     # pylint: enable=g-import-not-at-top
   with contextlib.ExitStack() as stack:
+    # Beam's temporaries in the system's temporary directory, removed at the
+    # end even if the job never runs (a pipeline's own is left then).
+    stack.enter_context(atomic_file.private_temporary_directory("cmlm-beam"))
     if (beam_runners.uses_dask(args)
         and not beam_runners.dask_scheduler_given(args)):
       workers = FLAGS.dask_workers or os.cpu_count() or 1

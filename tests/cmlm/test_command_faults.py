@@ -22,6 +22,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import tempfile
 
 import numpy as np
 import pytest
@@ -211,7 +212,11 @@ def _no_second_interrupt_watcher(monkeypatch):
 
 @pytest.mark.parametrize("kind", ["full", "read_only"])
 def test_every_command_on_a_full_or_read_only_disk(inputs, tmp_path, capsys,
-                                                   kind):
+                                                   monkeypatch, kind):
+  system_tmp = tmp_path / "system_tmp"  # the system's temporary directory
+  system_tmp.mkdir()
+  monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
+  monkeypatch.setenv("TMPDIR", str(system_tmp))
   problems = []
   for index, (command, argv, setup) in enumerate(writing_cases(inputs)):
     with RefusingDisk(str(tmp_path / str(index)), kind) as disk:
@@ -226,6 +231,10 @@ def test_every_command_on_a_full_or_read_only_disk(inputs, tmp_path, capsys,
       problem = one_error_line(command, status, lines)
       if not problem and disk.files() != before:
         problem = f"left {sorted(set(disk.files()) - set(before))}"
+      left = [name for name in os.listdir(system_tmp)  # autograph's go at
+              if not name.startswith("__autograph_generated_")]  # exit
+      if not problem and left:
+        problem = f"left {sorted(left)} in {system_tmp}"
       if problem:
         problems.append(f"{' '.join(argv(disk.path)[:1])}: {problem}")
   assert not problems, "\n".join(problems)

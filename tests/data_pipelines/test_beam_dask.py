@@ -25,6 +25,7 @@ distributed = pytest.importorskip(
     'install -r requirements-beam.txt')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from cmlm.data_pipelines import atomic_file
 from cmlm.data_pipelines import beam_bitext
 from cmlm.data_pipelines import beam_pairs
 from cmlm.data_pipelines import beam_runners
@@ -39,16 +40,18 @@ from tests.data_pipelines.test_beam_pairs import write_bad_corpus
 
 @pytest.fixture(scope='module')
 def cluster():
-  """(the scheduler's address, a client of our own) for the module."""
-  local = distributed.LocalCluster(
-      n_workers=2, processes=True, threads_per_worker=1, host='127.0.0.1',
-      dashboard_address=None)
-  client = distributed.Client(local, set_as_default=False)
-  try:
-    yield local.scheduler_address, client
-  finally:
-    client.close()
-    local.close()
+  """(the scheduler's address, a client of our own) for the module; Dask's
+  scratch space removed with it, as `local_dask_cluster` does."""
+  with atomic_file.private_temporary_directory('cmlm-dask'):
+    local = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, host='127.0.0.1',
+        dashboard_address=None)
+    client = distributed.Client(local, set_as_default=False)
+    try:
+      yield local.scheduler_address, client
+    finally:
+      client.close()
+      local.close()
 
 
 def on_dask(address):

@@ -3,6 +3,7 @@ import cmlm.data_pipelines  # noqa: F401  (selects Keras 2 before TensorFlow loa
 
 import copy
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -187,7 +188,11 @@ def _mock_documents(self, split, **unused_kwargs):
       {'text': texts, 'label': np.zeros(20, np.int64)})
 
 
-def test_tfds_source_yields_pairs_and_shards_them(tmp_path):
+def test_tfds_source_yields_pairs_and_shards_them(tmp_path, monkeypatch):
+  # TFDS's mock asks GCS for the dataset's info through a temporary folder
+  # that it leaves: in the test's folder, not the system's.
+  (tmp_path / 'system_tmp').mkdir()
+  monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path / 'system_tmp'))
   with tfds.testing.mock_data(num_examples=3):  # Random text: plumbing only.
     assert len(list(corpus.tfds_documents('imdb_reviews', 'train', 'text'))) == 3
   with tfds.testing.mock_data(as_dataset_fn=_mock_documents):
