@@ -19,9 +19,9 @@ import tensorflow as tf
 
 from official.core import config_definitions as cfg
 from official.core import exp_factory
-from official.modeling import hyperparams
 from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
+from cmlm.training import config_inputs
 from cmlm.training import run_dir
 from cmlm.training import strategies
 from cmlm.training.strategies import STRATEGIES
@@ -111,11 +111,11 @@ def build_config(experiment: str, config_files: Sequence[str] = (),
       "runtime": {"distribution_strategy": strategies.FROM_HARDWARE,
                   "num_gpus": _UNSET_GPUS}})
   for config_file in config_files or ():
-    params = hyperparams.override_params_dict(params, config_file,
-                                              is_strict=True)
-  if params_override:
-    params = hyperparams.override_params_dict(params, params_override,
-                                              is_strict=True)
+    params.override(config_inputs.read_config_file(config_file),
+                    is_strict=True)
+  params.override(config_inputs.read_params_override(params_override),
+                  is_strict=True)
+  config_inputs.check_values(params, exp_factory.get_exp_config(experiment))
   if strategy:
     params.override({"runtime": {"distribution_strategy": strategy}})
   if tpu:

@@ -1,0 +1,138 @@
+"""The user's config inputs, `--config_file` and `--params_override`, read
+with one sentence for each fault.
+
+Model Garden's `hyperparams.override_params_dict` takes either input as a
+YAML file, a YAML or JSON string, or `a.b=c,...` pairs; what it cannot read
+it raises as TensorFlow's or PyYAML's own error, pages long: a file that
+is not there (or a word it took for one), a directory, YAML it cannot
+parse, a list where keys were expected. And it sets any value on any key:
+`trainer.train_steps=abc` is accepted, and fails as a TypeError once the
+run starts. `read_config_file` and `read_params_override` return the
+mapping each input holds, or raise ValueError naming the flag, the file,
+and the line; `check_values` then refuses what the built config would
+only fail on later, or silently ignore:
+
+  * a word where the experiment has a number or a boolean;
+  * `task.train_data` / `task.validation_data` changed: Model Garden's
+    experiments read their data there, but here each objective reads its
+    own, under `task.objectives.<name>.train_data`; the task's two only say
+    which split is which, so what a user sets there would be ignored.
+"""
+from typing import Any, Dict, Iterator, Tuple
+
+import tensorflow as tf
+import yaml
+
+from official.modeling.hyperparams import params_dict
+
+# Model Garden's YAML loader: PyYAML's FullLoader, with `1e-4` read as a
+# float (params_dict adds the resolver to it when imported).
+_LOADER = yaml.FullLoader
+_PLACEHOLDER_DATA = ("train_data", "validation_data")
+
+
+def read_config_file(path: str, flag: str = "--config_file") -> Dict:
+  """The mapping the YAML file `path` holds ({} for an empty file); any
+  fault (not there, a directory, not UTF-8, not YAML, not a mapping) is
+  ValueError, one sentence naming `flag`."""
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f"{flag}={path} does not exist.")
+  if tf.io.gfile.isdir(path):
+    raise ValueError(f"{flag}={path} is a directory; give a YAML file.")
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      value = yaml.load(f, Loader=_LOADER)
+  except UnicodeDecodeError:
+    raise ValueError(f"{flag}={path} is not a UTF-8 text file.") from None
+  except yaml.YAMLError as error:
+    raise ValueError(f"{flag}={path} is not valid YAML{_where(error)}."
+                     ) from None
+  return _mapping(value, f"{flag}={path}")
+
+
+def read_params_override(text: str) -> Dict:
+  """The mapping `--params_override` gives: `a.b=c,...` pairs, a YAML or
+  JSON mapping, or the path of a YAML file (Model Garden's three forms,
+  tried in its order); what is none of them is ValueError, one sentence.
+
+  Examples:
+    >>> read_params_override("trainer.train_steps=20,task.seed=3")
+    {'trainer': {'train_steps': 20}, 'task': {'seed': 3}}
+  """
+  if not text:
+    return {}
+  try:
+    text_or_json = params_dict.nested_csv_str_to_json_str(text)
+  except ValueError:
+    text_or_json = text
+  try:
+    value = yaml.load(text_or_json, Loader=_LOADER)
+  except yaml.YAMLError as error:
+    value = error
+  if isinstance(value, dict):
+    return value
+  if tf.io.gfile.exists(text):
+    return read_config_file(text, "--params_override")
+  forms = ("key=value pairs (trainer.train_steps=20,task.seed=3), a YAML or "
+           "JSON mapping, or a YAML file that exists")
+  if isinstance(value, yaml.YAMLError):
+    raise ValueError(f"--params_override={text} is not valid YAML"
+                     f"{_where(value)}; give {forms}.")
+  raise ValueError(f"--params_override={text} is not {forms}.")
+
+
+def check_values(params, defaults) -> None:
+  """Raises ValueError, one sentence, for a value of `params` that the run
+  would fail on or ignore: a word where `defaults` (the experiment as
+  registered) has a number or a boolean, and a change to the task's
+  placeholder `train_data` / `validation_data` (see the module's text)."""
+  given, registered = params.as_dict(), defaults.as_dict()
+  for path, value in _leaves(given):
+    default = _lookup(registered, path)
+    if isinstance(default, (bool, int, float)) and isinstance(value, str):
+      kind = "true or false" if isinstance(default, bool) else "a number"
+      shown = str(default).lower() if isinstance(default, bool) else default
+      raise ValueError(f"{'.'.join(path)} must be {kind}, like the "
+                       f"experiment's {shown}; got {value!r}.")
+  active = getattr(params.task, "active_objectives", dict)
+  for name in _PLACEHOLDER_DATA:
+    for path, value in _leaves(given["task"].get(name) or {}, ("task", name)):
+      if value != _lookup(registered, path):
+        objectives = ", ".join(sorted(active())) or "none"
+        raise ValueError(
+            f"{'.'.join(path)} is not read: each objective reads its own "
+            f"data under task.objectives.<name>.{name} (this run's "
+            f"objectives: {objectives}); set {path[-1]} there.")
+
+
+def _mapping(value: Any, what: str) -> Dict:
+  if value is None:
+    return {}
+  if not isinstance(value, dict):
+    raise ValueError(f"{what} must hold config keys (task:, trainer:, "
+                     f"runtime:); it holds a {type(value).__name__}.")
+  return value
+
+
+def _where(error: yaml.YAMLError) -> str:
+  mark = getattr(error, "problem_mark", None)
+  problem = getattr(error, "problem", None)
+  at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+  return f"{at}: {problem}" if problem else at
+
+
+def _leaves(tree: Dict, prefix: Tuple[str, ...] = ()
+            ) -> Iterator[Tuple[Tuple[str, ...], Any]]:
+  for key, value in tree.items():
+    if isinstance(value, dict):
+      yield from _leaves(value, prefix + (key,))
+    else:
+      yield prefix + (key,), value
+
+
+def _lookup(tree: Dict, path: Tuple[str, ...]) -> Any:
+  for key in path:
+    if not isinstance(tree, dict) or key not in tree:
+      return None
+    tree = tree[key]
+  return tree
