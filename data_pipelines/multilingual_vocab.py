@@ -18,12 +18,16 @@ from cmlm.data_pipelines import text_lines
 from cmlm.data_pipelines import vocabulary
 
 
-def language_weights(word_totals: Mapping[str, int],
-                     smoothing_exponent: float) -> Dict[str, float]:
-  """Factor for each language's word counts, giving shares p_l^a / sum p^a."""
+def check_smoothing_exponent(smoothing_exponent: float) -> None:
   if not 0 <= smoothing_exponent <= 1:
     raise ValueError(f"smoothing_exponent={smoothing_exponent} must be in "
                      "[0, 1].")
+
+
+def language_weights(word_totals: Mapping[str, int],
+                     smoothing_exponent: float) -> Dict[str, float]:
+  """Factor for each language's word counts, giving shares p_l^a / sum p^a."""
+  check_smoothing_exponent(smoothing_exponent)
   total = sum(word_totals.values())
   shares = {lang: n / total for lang, n in word_totals.items() if n}
   smoothed = {lang: p ** smoothing_exponent for lang, p in shares.items()}
@@ -92,7 +96,10 @@ def build_vocab_from_language_corpora(spec: str, output_path: str,
                                       skip_invalid_lines: bool = False
                                       ) -> List[str]:
   """`python -m cmlm vocab --input=en=...,de=...`: prints progress, writes.
-  A language whose corpus holds no word is refused, naming the corpus."""
+  A language whose corpus holds no word is refused, naming the corpus; a
+  size or exponent out of range, before any is read."""
+  vocabulary.check_vocab_size(vocab_size)
+  check_smoothing_exponent(smoothing_exponent)
   texts = {}
   for lang, path_spec in parse_language_corpora(spec).items():
     texts[lang] = list(corpus.read_documents(

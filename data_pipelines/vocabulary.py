@@ -31,6 +31,17 @@ class VocabularyError(ValueError):
   """A vocabulary file is missing or lacks what the pipeline needs."""
 
 
+def check_vocab_size(vocab_size: int,
+                     reserved_tokens: Sequence[str] = SPECIAL_TOKENS) -> None:
+  """Raises VocabularyError unless `vocab_size` leaves room for a word
+  beside the reserved tokens: checked before a corpus is read."""
+  if vocab_size <= len(reserved_tokens):
+    raise VocabularyError(
+        f'vocab_size={vocab_size} must be more than the '
+        f'{len(reserved_tokens)} reserved tokens ({", ".join(reserved_tokens)})'
+        '.')
+
+
 def check_vocab(vocab: Sequence[str], source: str = 'the vocabulary') -> None:
   """Raises VocabularyError unless `vocab` has the special tokens, [PAD] = 0."""
   missing = [token for token in SPECIAL_TOKENS if token not in vocab]
@@ -169,6 +180,7 @@ def build_wordpiece_vocab(
   Returns:
     The tokens in id order, reserved tokens first.
   """
+  check_vocab_size(vocab_size, reserved_tokens)
   # Imported here: the tool pulls in learner code only vocabulary builds need.
   from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset  # pylint: disable=g-import-not-at-top
   if isinstance(sentences_or_dataset, tf.data.Dataset):
@@ -218,6 +230,7 @@ def build_vocab_from_corpus(path_spec: str, output_path: str, vocab_size: int,
     VocabularyError: the corpus holds no word (only white space or control
       characters); nothing is written.
   """
+  check_vocab_size(vocab_size)
   print(f'Reading the corpus {path_spec} ...', flush=True)
   stats = corpus.CorpusStats()
   # Every document counts here, single-sentence ones included.

@@ -109,6 +109,9 @@ def encode_file(model: str, input_path: str, output_path: str,
         calibration_source = opened(calibration, "auto")
     embedder = embedders.load_embedder(model, checkpoint, backend, quantized)
     postprocess.check_normalize(normalize, embedder.normalizes_in_graph, model)
+    if truncate_dim is not None:  # the model's width, from one sentence
+      postprocess.check_truncate_dim(
+          truncate_dim, embedder.embed(["."], 1).shape[1])
     if show_progress:
       print(f"Encoding {source.count} sentences of {source.name} with "
             f"{getattr(embedder, 'backend', 'saved_model')}, batches of "

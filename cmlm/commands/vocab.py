@@ -2,9 +2,15 @@ r"""Build a WordPiece vocabulary from a corpus, or a multilingual one from
 LANG=CORPUS,... with language smoothing (section 4.4).
 
     python -m cmlm vocab --input=CORPUS --output=vocab.txt [--vocab_size=8000]
+        [--overwrite]
     python -m cmlm vocab --input=en=corpus_en/,de=corpus_de.txt \
         --nolower_case --smoothing_exponent=0.3 --output=vocab.txt
+
+An existing --output is replaced only with --overwrite: a run trained with
+a vocabulary reads it by its path, and its checkpoints match those tokens.
 """
+import os
+
 from absl import flags
 
 from cmlm.commands import flag_parsing
@@ -22,6 +28,8 @@ flags.DEFINE_bool("lower_case", True, "Lower-case the text (uncased).",
 flags.DEFINE_float("smoothing_exponent", 0.3, "With LANG=CORPUS inputs: the "
                    "language smoothing exponent (section 4.4).",
                    flag_values=FLAGS)
+flags.DEFINE_bool("overwrite", False, "Replace an existing --output.",
+                  flag_values=FLAGS)
 flags.DEFINE_bool("skip_invalid_lines", False, "Skip (and count) lines that "
                   "are not UTF-8 instead of stopping at the first.",
                   flag_values=FLAGS)
@@ -31,6 +39,12 @@ def main(argv) -> None:
   flag_parsing.parse("vocab", __doc__, FLAGS, argv)
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("vocab needs --input=CORPUS and --output=VOCAB_FILE.")
+  if os.path.isdir(FLAGS.output):
+    raise ValueError(f"--output={FLAGS.output} is a directory; name a file.")
+  if os.path.lexists(FLAGS.output) and not FLAGS.overwrite:
+    raise FileExistsError(f"{FLAGS.output} already exists; pass --overwrite "
+                          "to replace it (a run trained with it would no "
+                          "longer match its tokens).")
   # pylint: disable=g-import-not-at-top
   from cmlm.data_pipelines import multilingual_vocab
   from cmlm.data_pipelines import vocabulary

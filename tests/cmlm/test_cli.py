@@ -27,7 +27,7 @@ FLAGS_OF = {
                "schedule", "stage_steps", "strategy"},
     "demo": {"model_dir", "train_steps", "seed", "stsb_dev"},
     "vocab": {"input", "output", "vocab_size", "lower_case",
-              "smoothing_exponent", "skip_invalid_lines"},
+              "smoothing_exponent", "skip_invalid_lines", "overwrite"},
     "pcr": {"model_dir", "input", "sample_size", "checkpoint"},
     "export": {"model_dir", "export_dir", "checkpoint", "version",
                "overwrite", "normalize", "export_mlm", "eval_report",

@@ -7,6 +7,7 @@ import pytest
 import cmlm.data_pipelines  # noqa: F401  (Keras 2 before TensorFlow loads)
 from cmlm.data_pipelines import tokenization
 from cmlm.data_pipelines import vocabulary
+from tests import helpers as commands
 from tests.data_pipelines import data_helpers as helpers
 
 
@@ -62,3 +63,40 @@ def test_a_corpus_without_a_word_is_refused_and_nothing_is_written(tmp_path):
     multilingual_vocab.build_vocab_from_language_corpora(
         f"en={english},de={control}", str(output), 100)
   assert sorted(os.listdir(tmp_path)) == ["control.txt", "en.txt"]
+
+
+def test_the_command_refuses_what_it_would_do_wrong_before_reading(
+    tmp_path, capsys):
+  """`vocab` keeps an existing file unless --overwrite (a trained run reads
+  its vocabulary by path), and refuses a size with no room for a word, or
+  a smoothing exponent out of [0, 1], before it reads any corpus."""
+  corpus_dir = tmp_path / "corpus"
+  corpus_dir.mkdir()
+  (corpus_dir / "a.txt").write_text("The cat sat.\n\nA dog ran home.\n")
+  output = tmp_path / "vocab.txt"
+  output.write_text("keep me\n")
+  argv = ["vocab", f"--input={corpus_dir}", f"--output={output}",
+          "--vocab_size=40"]
+  assert commands.run_command(argv, capsys) == (2, [
+      f"cmlm vocab: error: {output} already exists; pass --overwrite to "
+      "replace it (a run trained with it would no longer match its "
+      "tokens)."])
+  assert output.read_text() == "keep me\n"
+  assert commands.run_command(argv + ["--overwrite"], capsys)[0] == 0
+  assert output.read_text().startswith("[PAD]\n[UNK]\n")
+  missing = f"--input={tmp_path / 'none'}"  # read after the checks
+  assert commands.run_command(
+      ["vocab", missing, f"--output={tmp_path / 'v.txt'}", "--vocab_size=5"],
+      capsys) == (2, [
+          "cmlm vocab: error: vocab_size=5 must be more than the 5 reserved "
+          "tokens ([PAD], [UNK], [CLS], [SEP], [MASK])."])
+  assert commands.run_command(
+      ["vocab", f"--input=en={tmp_path / 'none'}",
+       f"--output={tmp_path / 'v.txt'}", "--smoothing_exponent=2"],
+      capsys) == (2, ["cmlm vocab: error: smoothing_exponent=2.0 must be in "
+                      "[0, 1]."])
+  assert commands.run_command(
+      ["vocab", missing, f"--output={tmp_path}"], capsys) == (2, [
+          f"cmlm vocab: error: --output={tmp_path} is a directory; name a "
+          "file."])
+  assert not (tmp_path / "v.txt").exists()

@@ -116,6 +116,21 @@ def test_bad_options_fail_before_the_model_loads(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["in.txt"]
 
 
+def test_a_truncation_wider_than_the_model_fails_before_encoding(
+    tiny, tmp_path, capsys):
+  """The model's width is known once it loads: a --truncate_dim past it is
+  refused then, not after every sentence was encoded."""
+  source = tmp_path / "in.txt"
+  source.write_text("\n".join(SENTENCES), encoding="utf-8")
+  status, lines = helpers.run_command(
+      ["encode", f"--model={tiny.result.export_dir}", f"--input={source}",
+       f"--output={tmp_path / 'o.npy'}", "--truncate_dim=17"], capsys)
+  assert (status, lines) == (2, [
+      "cmlm encode: error: truncate_dim=17 must be between 1 and the "
+      "model's 16 dimensions."])  # and no "Encoding 3 sentences" line
+  assert sorted(os.listdir(tmp_path)) == ["in.txt"]
+
+
 def test_a_stop_signal_while_writing_leaves_no_file(tiny, tmp_path,
                                                     monkeypatch):
   """SIGINT or SIGTERM in the middle of writing --output raises
