@@ -37,6 +37,9 @@ def fit_for_model(model_dir: str, spec: str, sample_size: int = 1000,
   if not spec:
     raise ValueError("pcr needs --input=LANG=FILE,LANG=FILE (sentences of "
                      "each language, one a line).")
+  if sample_size < 2:
+    raise ValueError(f"--sample_size must be 2 or more (a principal "
+                     f"component is fitted on them), got {sample_size}.")
   samples = read_samples(spec, sample_size)
   # The run's own tokenization (vocabulary, casing, text normalization,
   # length): the components are fitted on what the exported model serves.

@@ -139,6 +139,19 @@ def _details(tasks: Dict[str, dict]) -> List[str]:
   return lines
 
 
+def check_report_dir(report_dir: str) -> None:
+  """Raises ValueError, one sentence, when `report_dir` (or a folder above
+  it) is a file: said before any task runs, not when the report is written."""
+  path = os.path.abspath(report_dir)
+  while not os.path.exists(path) and os.path.dirname(path) != path:
+    path = os.path.dirname(path)
+  if not os.path.isdir(path):
+    what = ("a file" if path == os.path.abspath(report_dir)
+            else f"under a file ({path})")
+    raise ValueError(f"--report_dir={report_dir} is {what}; name a "
+                     "directory (new, or one that holds a report).")
+
+
 def write_report(report: dict, report_dir: str) -> Dict[str, str]:
   """Writes report.json and report.md into `report_dir`; returns their paths.
   Both or neither: when one cannot be written (a full disk), the other is

@@ -144,6 +144,7 @@ def run_evaluation(model: str, task_names: Sequence[str],
   if options.max_examples is not None and options.max_examples < 2:
     raise ValueError(f"--max_examples must be 2 or more, got "
                      f"{options.max_examples}.")
+  report_lib.check_report_dir(options.report_dir)
   chosen, skipped = resolve_tasks(task_names, data_dir, task_data or {},
                                   options)
   mteb_tasks = mteb_lib.get_tasks(mteb_task_names) if mteb_task_names else []

@@ -45,6 +45,10 @@ def test_too_few_sentences_is_a_clear_error(tmp_path):
   one = _lines(tmp_path / "one.txt", ["just one"])
   with pytest.raises(ValueError, match="needs 2 or more"):
     pcr.read_samples(f"xx={one}", 10)
+  two = _lines(tmp_path / "two.txt", ["one", "two"])
+  with pytest.raises(ValueError, match=r"^--sample_size must be 2 or more \("
+                     r"a principal component is fitted on them\), got 1\.$"):
+    pcr.fit_for_model(str(tmp_path / "no_run"), f"xx={two}", sample_size=1)
 
 
 @pytest.mark.slow

@@ -71,6 +71,30 @@ def test_report_holds_every_task_in_json_and_markdown(tmp_path):
           "cross-validation |") in markdown
 
 
+def test_a_report_dir_that_is_a_file_is_refused_before_any_task(tmp_path):
+  """Said before the data is read and the model evaluated, not when the
+  report is written at the end."""
+  (tmp_path / "taken").write_text("a file\n")
+  encoded = []
+
+  def encoder(sentences):
+    encoded.append(len(sentences))
+    return bag_of_words_encoder(sentences)
+  data_dir = _senteval_layout(tmp_path / "data")
+  for report_dir, what in ((tmp_path / "taken", "a file"),
+                           (tmp_path / "taken" / "report",
+                            f"under a file ({tmp_path / 'taken'})")):
+    options = EvalOptions(report_dir=str(report_dir), show_progress=False)
+    with pytest.raises(ValueError) as raised:
+      runner.run_evaluation("toy", ["sts-b"], options, data_dir,
+                            encoder=encoder)
+    assert str(raised.value) == (
+        f"--report_dir={report_dir} is {what}; name a directory (new, or "
+        "one that holds a report).")
+  assert not encoded
+  assert (tmp_path / "taken").read_text() == "a file\n"
+
+
 def test_groups_skip_missing_data_but_named_tasks_need_it(tmp_path):
   data_dir = _senteval_layout(tmp_path / "data")
   chosen, skipped = runner.resolve_tasks(["sts"], data_dir, {})
