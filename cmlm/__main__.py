@@ -80,12 +80,13 @@ USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError,
 _GIN_NOTE = re.compile(r"\n\s*In call to configurable .*", re.DOTALL)
 
 
-# A full disk, a read-only or forbidden target, a file size limit: reported
+# A full disk, a read-only or forbidden target, a file size limit, a file
+# where a folder of the target's path should be: reported
 # by Python or pyarrow (errno), by TensorFlow's file system or by Beam (a
 # RuntimeError naming the OSError of a step) in words, by NumPy as a short
 # write.
 _DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
-                errno.EPERM, errno.EFBIG)
+                errno.EPERM, errno.EFBIG, errno.ENOTDIR)
 _DISK_WORDS = ("No space left on device", "Disk quota exceeded",
                "Read-only file system", "Permission denied", "File too large")
 _SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")

@@ -20,7 +20,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from typing import Callable, Iterator, List, Set
+from typing import Callable, Iterator, List, Optional, Set
 
 # The temporary files and directories this process is writing now (its
 # atomic files here, its atomic directories in `training/atomic.py`): what a
@@ -62,6 +62,36 @@ def remove_in_progress() -> None:
     else:
       with contextlib.suppress(OSError):
         os.remove(path)
+
+
+def check_output_path(path: str, flag: str,
+                      directory: Optional[bool] = None) -> None:
+  """Raises ValueError, one sentence naming `flag`, when the local `path`
+  cannot be written as named: a file where a directory is named
+  (`directory=True`), a directory where a file is (`directory=False`), or
+  a file among the folders above it. Checked before any work; a remote
+  path (`gs://...`) is left to its file system.
+
+  Examples (notes.txt a file):
+    check_output_path("notes.txt/run", "--model_dir", True)
+    # ValueError: --model_dir=notes.txt/run is under /home/me/notes.txt,
+    #   which is a file; name a path in a directory.
+  """
+  if not path or "://" in path:
+    return
+  absolute = os.path.abspath(path)
+  if os.path.exists(absolute):
+    if directory and not os.path.isdir(absolute):
+      raise ValueError(f"{flag}={path} is a file; name a directory.")
+    if directory is False and os.path.isdir(absolute):
+      raise ValueError(f"{flag}={path} is a directory; name a file.")
+    return
+  above = os.path.dirname(absolute)
+  while not os.path.exists(above) and os.path.dirname(above) != above:
+    above = os.path.dirname(above)
+  if not os.path.isdir(above):
+    raise ValueError(f"{flag}={path} is under {above}, which is a file; "
+                     "name a path in a directory.")
 
 
 def temporary_path(path: str) -> str:

@@ -140,16 +140,9 @@ def _details(tasks: Dict[str, dict]) -> List[str]:
 
 
 def check_report_dir(report_dir: str) -> None:
-  """Raises ValueError, one sentence, when `report_dir` (or a folder above
-  it) is a file: said before any task runs, not when the report is written."""
-  path = os.path.abspath(report_dir)
-  while not os.path.exists(path) and os.path.dirname(path) != path:
-    path = os.path.dirname(path)
-  if not os.path.isdir(path):
-    what = ("a file" if path == os.path.abspath(report_dir)
-            else f"under a file ({path})")
-    raise ValueError(f"--report_dir={report_dir} is {what}; name a "
-                     "directory (new, or one that holds a report).")
+  """Raises ValueError, one sentence, when `report_dir` is a file or under
+  one: said before any task runs, not when the report is written."""
+  atomic_file.check_output_path(report_dir, "--report_dir", directory=True)
 
 
 def write_report(report: dict, report_dir: str) -> Dict[str, str]:

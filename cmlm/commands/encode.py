@@ -22,6 +22,7 @@ written 32 batches at a time, so memory does not grow with the file.
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import atomic_file
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model", None, "An export directory (encoder/ + "
@@ -85,6 +86,8 @@ flags.DEFINE_bool("overwrite", False, "Replace --output when it exists.",
 
 def main(argv) -> None:
   flag_parsing.parse("encode", __doc__, FLAGS, argv)
+  if FLAGS.output != "-":
+    atomic_file.check_output_path(FLAGS.output, "--output", False)
   from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
   written = encode_files.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,

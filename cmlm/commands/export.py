@@ -19,6 +19,7 @@ import os
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import atomic_file
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model_dir", None, "The training run to export.",
@@ -107,6 +108,8 @@ def card_options():
 
 def main(argv) -> None:
   flag_parsing.parse("export", __doc__, FLAGS, argv)
+  atomic_file.check_output_path(FLAGS.export_dir, "--export_dir", True)
+  atomic_file.check_output_path(FLAGS.package_dir, "--package_dir", True)
   options = card_options()  # before TensorFlow loads, and before any work
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top

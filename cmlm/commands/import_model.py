@@ -14,6 +14,7 @@ the model card of its export credits.
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import atomic_file
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("source", None, "A Hugging Face BERT directory "
@@ -50,6 +51,7 @@ flags.DEFINE_string("source_license", None, "The source's license, an SPDX "
 
 def main(argv) -> None:
   flag_parsing.parse("import", __doc__, FLAGS, argv)
+  atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
   source_license = FLAGS.source_license
   if source_license:  # one line for a bad value, before any work
     from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top

@@ -32,6 +32,7 @@ inference/dask_mining.py).
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import atomic_file
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("source", None, "The source sentences: a .txt file, one "
@@ -98,6 +99,7 @@ flags.DEFINE_bool("progress", True, "Show progress on standard error.",
 
 def main(argv) -> None:
   flag_parsing.parse("mine", __doc__, FLAGS, argv)
+  atomic_file.check_output_path(FLAGS.output, "--output", False)
   for name in ("batch_size", "shard_size", "encode_shard_size"):
     if FLAGS[name].value < 1:
       raise ValueError(f"--{name} must be 1 or more, got {FLAGS[name].value}.")

@@ -162,6 +162,7 @@ def main(argv) -> None:
   flag_parsing.parse("prepare", __doc__, FLAGS, ours)
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("prepare needs --input=CORPUS and --output=PREFIX.")
+  atomic_file.check_output_path(FLAGS.output, "--output")  # a prefix
   if (FLAGS.data == "pairs" and FLAGS.pair_unit == "sequence"
       and not FLAGS.vocab_file):
     raise ValueError("--pair_unit=sequence packs sentences to the run's "

@@ -13,6 +13,7 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.commands import training_exits
+from cmlm.data_pipelines import atomic_file
 from cmlm.training.strategies import STRATEGIES
 
 # The schedule names the experiment and every stage trains (no --experiment,
@@ -35,6 +36,7 @@ flags.DEFINE_enum("strategy", None, STRATEGIES,
 
 def main(argv) -> None:
   flag_parsing.parse("stages", __doc__, FLAGS, argv)
+  atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import stages  # pylint: disable=g-import-not-at-top
   try:

@@ -24,6 +24,7 @@ from absl import logging
 
 from cmlm.commands import flag_parsing
 from cmlm.commands import training_exits
+from cmlm.data_pipelines import atomic_file
 from cmlm.training.strategies import STRATEGIES
 
 MODEL_GARDEN_FLAGS = ("experiment", "config_file", "params_override", "mode",
@@ -47,6 +48,7 @@ flags.DEFINE_string("eval_data_dir", None,
 
 def main(argv) -> None:
   flag_parsing.parse("train", __doc__, FLAGS, argv)
+  atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import run_config  # pylint: disable=g-import-not-at-top
   from cmlm.training import train  # pylint: disable=g-import-not-at-top

@@ -14,6 +14,7 @@ import os
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import atomic_file
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("input", None, "The corpus: a file, a directory, a glob "
@@ -39,8 +40,7 @@ def main(argv) -> None:
   flag_parsing.parse("vocab", __doc__, FLAGS, argv)
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("vocab needs --input=CORPUS and --output=VOCAB_FILE.")
-  if os.path.isdir(FLAGS.output):
-    raise ValueError(f"--output={FLAGS.output} is a directory; name a file.")
+  atomic_file.check_output_path(FLAGS.output, "--output", directory=False)
   if os.path.lexists(FLAGS.output) and not FLAGS.overwrite:
     raise FileExistsError(f"{FLAGS.output} already exists; pass --overwrite "
                           "to replace it (a run trained with it would no "

@@ -5,6 +5,7 @@ a one-line error (status 2); Model Garden's flags of `train` behave as Model
 Garden defines them. `--help` and flag errors come before TensorFlow is
 imported, so these subprocesses take a fraction of a second.
 """
+import json
 import os
 import re
 import subprocess
@@ -154,6 +155,68 @@ def test_the_listing_starts_without_tensorflow():
   assert not [name for name in imported if name.split(".")[0] in (
       "tensorflow", "tf_keras", "official")]
   assert "cmlm.registry_imports" not in imported
+
+
+# Each command given an output it cannot write: run by the command line's
+# `main` in one fresh process, which then says whether TensorFlow loaded.
+REFUSE_OUTPUTS = """
+import json, sys
+from cmlm import __main__ as command_line
+answers = []
+for argv in json.loads(sys.argv[1]):
+  try:
+    command_line.main(["cmlm"] + argv)
+    status = 0
+  except SystemExit as exited:
+    status = exited.code
+  answers.append(status)
+print(json.dumps([answers, "tensorflow" in sys.modules]))
+"""
+
+
+def test_an_output_that_is_a_file_or_under_one_is_refused_first(tmp_path):
+  """`--model_dir`, `--export_dir`, `--output`: a file where a directory is
+  named, a directory where a file is, or a file among the folders above,
+  is one line naming the flag, before TensorFlow loads and any work."""
+  taken = tmp_path / "notes.txt"
+  taken.write_text("mine\n")
+  under = f"is under {taken}, which is a file; name a path in a directory."
+  model, text = str(tmp_path / "no_model"), str(taken)
+  cases = [
+      (["train", "--experiment=cmlm/tiny", f"--model_dir={taken}"],
+       f"--model_dir={taken} is a file; name a directory."),
+      (["train", "--experiment=cmlm/tiny", f"--model_dir={taken}/run"],
+       f"--model_dir={taken}/run {under}"),
+      (["stages", "--schedule=s1", f"--model_dir={taken}/run"],
+       f"--model_dir={taken}/run {under}"),
+      (["import", f"--source={model}", f"--model_dir={taken}/run"],
+       f"--model_dir={taken}/run {under}"),
+      (["export", f"--model_dir={model}", f"--export_dir={taken}/export"],
+       f"--export_dir={taken}/export {under}"),
+      (["encode", f"--model={model}", f"--input={text}",
+        f"--output={tmp_path}"],
+       f"--output={tmp_path} is a directory; name a file."),
+      (["encode", f"--model={model}", f"--input={text}",
+        f"--output={taken}/e.npy"], f"--output={taken}/e.npy {under}"),
+      (["mine", f"--model={model}", f"--source={text}", f"--target={text}",
+        f"--output={taken}/pairs.tsv"], f"--output={taken}/pairs.tsv {under}"),
+      (["vocab", f"--input={text}", f"--output={taken}/vocab.txt"],
+       f"--output={taken}/vocab.txt {under}"),
+      (["prepare", f"--input={text}", f"--output={taken}/pairs",
+        "--pair_unit=sentence"], f"--output={taken}/pairs {under}"),
+  ]
+  result = subprocess.run(
+      [sys.executable, "-c", REFUSE_OUTPUTS,
+       json.dumps([argv for argv, _ in cases])],
+      cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=120,
+      check=True)
+  statuses, tensorflow_loaded = json.loads(result.stdout.splitlines()[-1])
+  command_lines = [f"cmlm {argv[0]}: error: {line}" for argv, line in cases]
+  assert (statuses, result.stderr.splitlines()) == (
+      [2] * len(cases), command_lines)
+  assert not tensorflow_loaded
+  assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+  assert taken.read_text() == "mine\n"
 
 
 def test_model_garden_flags_of_train_parse_as_in_model_garden():

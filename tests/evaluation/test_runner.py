@@ -81,16 +81,15 @@ def test_a_report_dir_that_is_a_file_is_refused_before_any_task(tmp_path):
     encoded.append(len(sentences))
     return bag_of_words_encoder(sentences)
   data_dir = _senteval_layout(tmp_path / "data")
-  for report_dir, what in ((tmp_path / "taken", "a file"),
-                           (tmp_path / "taken" / "report",
-                            f"under a file ({tmp_path / 'taken'})")):
+  for report_dir, what in (
+      (tmp_path / "taken", "is a file; name a directory."),
+      (tmp_path / "taken" / "report", f"is under {tmp_path / 'taken'}, "
+       "which is a file; name a path in a directory.")):
     options = EvalOptions(report_dir=str(report_dir), show_progress=False)
     with pytest.raises(ValueError) as raised:
       runner.run_evaluation("toy", ["sts-b"], options, data_dir,
                             encoder=encoder)
-    assert str(raised.value) == (
-        f"--report_dir={report_dir} is {what}; name a directory (new, or "
-        "one that holds a report).")
+    assert str(raised.value) == f"--report_dir={report_dir} {what}"
   assert not encoded
   assert (tmp_path / "taken").read_text() == "a file\n"
 
