@@ -176,7 +176,7 @@ def main(argv) -> None:
     # pylint: enable=g-import-not-at-top
   with contextlib.ExitStack() as stack:
     # Beam's temporaries in the system's temporary directory, removed at the
-    # end even if the job never runs (a pipeline's own is left then).
+    # end: also a pipeline's own, which Beam leaves when the job never runs.
     stack.enter_context(atomic_file.private_temporary_directory("cmlm-beam"))
     if (beam_runners.uses_dask(args)
         and not beam_runners.dask_scheduler_given(args)):
