@@ -17,6 +17,8 @@ measures), above training (whose runs it reads):
   artifact_runtime  the TFLite / ONNX artifacts run without TensorFlow
                     (ai-edge-litert, onnxruntime), tokenized by
                     `data_pipelines.plain_tokenizer`
+  input_paths       a file to read, a model to load: a wrong path said in
+                    one line before any work (without TensorFlow)
   integrity         an export's files checked against what export recorded
                     (sizes, SHA-256) before they load; a damaged one named
                     with the export command that writes it again

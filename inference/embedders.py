@@ -44,6 +44,7 @@ import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 from cmlm.data_pipelines import unk_rate
 from cmlm.data_pipelines.tokenization import STRING_BATCH
 from cmlm.inference import artifact_runtime
+from cmlm.inference import input_paths
 from cmlm.inference import integrity
 from cmlm.inference import layout
 from cmlm.inference import run_record
@@ -103,6 +104,10 @@ def load_embedder(model: Union[str, run_record.RunRecord],
                           f"{model_name}={model.model_dir}")
     return run_embedder(model, pooling)
   model = os.fspath(model)
+  if checkpoint and "," in model:
+    raise ValueError(f"{checkpoint_name} applies to a training run, not to "
+                     f"{model_name}={model}.")
+  input_paths.check_model(model, model_name)
   if pooling is not None and not run_dir.is_run_dir(model):
     raise ValueError(f"pooling={pooling} re-reads a training run's encoder; "
                      f"{model_name}={model} is not a run directory (an "
@@ -115,9 +120,6 @@ def load_embedder(model: Union[str, run_record.RunRecord],
       not artifact_runtime.available_formats(layout.resolve(model))):
     raise _no_artifacts(backend_name, backend, quantized_name,
                         f"{model_name}={model}")
-  if checkpoint and "," in model:
-    raise ValueError(f"{checkpoint_name} applies to a training run, not to "
-                     f"{model_name}={model}.")
   if "," in model:
     return hub_pair_embedder(*model.split(",", 1), model_name=model_name)
   if run_dir.is_run_dir(model):

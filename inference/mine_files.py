@@ -22,6 +22,7 @@ from cmlm.data_pipelines import atomic_file
 from cmlm.data_pipelines import text_lines
 from cmlm.inference import bitext_mining
 from cmlm.inference import dask_encoding
+from cmlm.inference import input_paths
 from cmlm.inference import nearest_neighbours
 from cmlm.inference import progress as progress_lib
 
@@ -30,8 +31,7 @@ def read_sentences(path: str, flag: str) -> List[str]:
   """The sentences of the .txt file `path`, one a line, as encode reads a
   .txt (`inference.text_inputs`, without loading TensorFlow); errors name
   `flag`."""
-  if not path or not os.path.isfile(path):
-    raise FileNotFoundError(f"{flag}={path} is not a file.")
+  input_paths.check_file(path, flag)
   with open(path, "rb") as f:
     data = f.read()
   if data.startswith(text_lines.UTF8_BOM):
@@ -113,8 +113,8 @@ def mine_files(output: str, source: Optional[str] = None,
   if needs_model and not model:
     raise ValueError("--model is required to encode --source / --target "
                      "sentences (or give their --*_embeddings).")
-  if needs_model and open_client:
-    _check_model_paths(model)
+  if needs_model:  # before a cluster starts, or a side is encoded
+    input_paths.check_model(model)
   _check_fits(source_array if source_array is not None else source_sentences,
               target_array if target_array is not None else target_sentences,
               mine_args)
@@ -160,15 +160,6 @@ def _encode(name: str, text: str, sentences: List[str], path: str,
                          batch_size, on_progress=progress.update)
     progress.close()
   return nearest_neighbours.read_embeddings(path, f"--{name}")
-
-
-def _check_model_paths(model: str) -> None:
-  """A model the cluster's workers load is checked here first, so that a
-  wrong path is said before a cluster starts: each local part of `model`
-  (an export, a run, or ENCODER_DIR,PREPROCESSOR_DIR) must exist."""
-  for part in model.split(","):
-    if "://" not in part and not os.path.exists(part):
-      raise FileNotFoundError(f"--model={model}: {part} does not exist.")
 
 
 def _check_fits(source, target, mine_args) -> None:

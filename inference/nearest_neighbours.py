@@ -20,10 +20,11 @@ index each, and each query's top k merged across the key shards
 """
 import dataclasses
 import math
-import os
 from typing import Callable, Optional, Tuple
 
 import numpy as np
+
+from cmlm.inference import input_paths
 
 INDEX_KINDS = ("flat", "ivf", "hnsw")
 # FAISS warns below 39 training points a cell; IVF cells are sized so.
@@ -56,8 +57,7 @@ class IndexConfig:
 def read_embeddings(path: str, flag: str) -> np.ndarray:
   """The `[rows >= 1, dim]` float embeddings of the .npy file `path`,
   memory-mapped; ValueError (one sentence naming `flag`) otherwise."""
-  if not os.path.isfile(path):
-    raise FileNotFoundError(f"{flag}={path} is not a file.")
+  input_paths.check_file(path, flag)
   try:
     array = np.load(path, mmap_mode="r", allow_pickle=False)
   except (ValueError, OSError) as error:

@@ -23,6 +23,7 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.data_pipelines import atomic_file
+from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model", None, "An export directory (encoder/ + "
@@ -88,6 +89,12 @@ def main(argv) -> None:
   flag_parsing.parse("encode", __doc__, FLAGS, argv)
   if FLAGS.output != "-":
     atomic_file.check_output_path(FLAGS.output, "--output", False)
+  if FLAGS.model:  # a wrong path said before TensorFlow loads
+    input_paths.check_model(FLAGS.model)
+  if FLAGS.input and FLAGS.input != "-":
+    input_paths.check_file(FLAGS.input, "--input")
+  if FLAGS.calibration:
+    input_paths.check_file(FLAGS.calibration, "--calibration")
   from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
   written = encode_files.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,

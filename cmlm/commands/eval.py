@@ -17,6 +17,7 @@ from typing import List, Optional
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model", None, "A training --model_dir, an export "
@@ -90,6 +91,8 @@ flags.DEFINE_integer("langdist_size", 200, "langdist: sentences per language "
 
 def main(argv) -> dict:
   flag_parsing.parse("eval", __doc__, FLAGS, argv)
+  if FLAGS.model:  # a wrong path said before TensorFlow loads
+    input_paths.check_model(FLAGS.model)
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.evaluation import runner  # pylint: disable=g-import-not-at-top
   from cmlm.evaluation.task_data import EvalOptions  # pylint: disable=g-import-not-at-top

@@ -20,6 +20,7 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.data_pipelines import atomic_file
+from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model_dir", None, "The training run to export.",
@@ -111,6 +112,8 @@ def main(argv) -> None:
   atomic_file.check_output_path(FLAGS.export_dir, "--export_dir", True)
   atomic_file.check_output_path(FLAGS.package_dir, "--package_dir", True)
   options = card_options()  # before TensorFlow loads, and before any work
+  if FLAGS.model_dir:
+    input_paths.check_model(FLAGS.model_dir, "--model_dir")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
   from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top

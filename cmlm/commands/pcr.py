@@ -7,6 +7,7 @@ r"""Fit each language's principal component for a trained model, section 5.2
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model_dir", None, "The training run; "
@@ -22,6 +23,8 @@ flags.DEFINE_string("checkpoint", None, "A checkpoint prefix, e.g. "
 
 def main(argv) -> None:
   flag_parsing.parse("pcr", __doc__, FLAGS, argv)
+  if FLAGS.model_dir:  # a wrong path said before TensorFlow loads
+    input_paths.check_model(FLAGS.model_dir, "--model_dir")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import pcr  # pylint: disable=g-import-not-at-top
   pcr.fit_for_model(FLAGS.model_dir, FLAGS.input, FLAGS.sample_size,

@@ -157,9 +157,9 @@ def test_the_listing_starts_without_tensorflow():
   assert "cmlm.registry_imports" not in imported
 
 
-# Each command given an output it cannot write: run by the command line's
-# `main` in one fresh process, which then says whether TensorFlow loaded.
-REFUSE_OUTPUTS = """
+# Each command given a path it cannot use: run by the command line's `main`
+# in one fresh process, which then says whether TensorFlow loaded.
+REFUSE_PATHS = """
 import json, sys
 from cmlm import __main__ as command_line
 answers = []
@@ -206,7 +206,7 @@ def test_an_output_that_is_a_file_or_under_one_is_refused_first(tmp_path):
         "--pair_unit=sentence"], f"--output={taken}/pairs {under}"),
   ]
   result = subprocess.run(
-      [sys.executable, "-c", REFUSE_OUTPUTS,
+      [sys.executable, "-c", REFUSE_PATHS,
        json.dumps([argv for argv, _ in cases])],
       cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=120,
       check=True)
@@ -217,6 +217,49 @@ def test_an_output_that_is_a_file_or_under_one_is_refused_first(tmp_path):
   assert not tensorflow_loaded
   assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
   assert taken.read_text() == "mine\n"
+
+
+def test_a_model_or_input_that_is_not_there_is_refused_first(tmp_path):
+  """A `--model` (or a part of `ENCODER_DIR,PREPROCESSOR_DIR`), a run's
+  `--model_dir`, an `--input` or a `--calibration` that is not there is one
+  line naming the flag, before TensorFlow loads and any work."""
+  text = tmp_path / "sentences.txt"
+  text.write_text("A sentence.\n")
+  missing, output = str(tmp_path / "missing"), str(tmp_path / "out.npy")
+  cases = [
+      (["encode", f"--model={missing}", f"--input={text}",
+        f"--output={output}"], f"--model={missing} does not exist."),
+      (["encode", f"--model={tmp_path},{missing}", f"--input={text}",
+        f"--output={output}"],
+       f"--model={tmp_path},{missing}: {missing} does not exist."),
+      (["encode", f"--model={tmp_path}", f"--input={missing}.txt",
+        f"--output={output}"], f"--input={missing}.txt is not a file."),
+      (["encode", f"--model={tmp_path}", f"--input={tmp_path}",
+        f"--output={output}"], f"--input={tmp_path} is not a file."),
+      (["encode", f"--model={tmp_path}", f"--input={text}",
+        f"--output={output}", "--precision=int8",
+        f"--calibration={missing}.npy"],
+       f"--calibration={missing}.npy is not a file."),
+      (["eval", f"--model={missing}", "--tasks=sts_b",
+        f"--report_dir={tmp_path}/report"], f"--model={missing} does not exist."),
+      (["export", f"--model_dir={missing}", f"--export_dir={tmp_path}/export"],
+       f"--model_dir={missing} does not exist."),
+      (["pcr", f"--model_dir={missing}", f"--input=en={text}"],
+       f"--model_dir={missing} does not exist."),
+      (["mine", f"--model={missing}", f"--source={text}", f"--target={text}",
+        f"--output={tmp_path}/pairs.tsv"], f"--model={missing} does not exist."),
+  ]
+  result = subprocess.run(
+      [sys.executable, "-c", REFUSE_PATHS,
+       json.dumps([argv for argv, _ in cases])],
+      cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=120,
+      check=True)
+  statuses, tensorflow_loaded = json.loads(result.stdout.splitlines()[-1])
+  command_lines = [f"cmlm {argv[0]}: error: {line}" for argv, line in cases]
+  assert (statuses, result.stderr.splitlines()) == (
+      [2] * len(cases), command_lines)
+  assert not tensorflow_loaded
+  assert sorted(os.listdir(tmp_path)) == ["sentences.txt"]
 
 
 def test_model_garden_flags_of_train_parse_as_in_model_garden():

@@ -113,7 +113,7 @@ def test_bad_sentences_name_the_argument_the_index_and_the_type(tiny,
   missing = str(tmp_path / "nowhere")
   with pytest.raises(FileNotFoundError) as raised:
     SentenceEncoder(missing)
-  assert str(raised.value) == f"model={missing} is not a directory."
+  assert str(raised.value) == f"model={missing} does not exist."
   with pytest.raises(ValueError) as raised:
     SentenceEncoder(missing + ",x", checkpoint="c")
   assert "--" not in str(raised.value)

@@ -63,7 +63,11 @@ def _bad_inputs(d):
       (embeddings + ["--k=0"], "--k must be 1 or more"),
       ([f"--source={d}/source.txt", f"--target_embeddings={d}/target.npy",
         f"--model={d}/no_export", "--dask_workers=2"],
-       f"--model={d}/no_export: {d}/no_export does not exist"),
+       f"--model={d}/no_export does not exist"),
+      ([f"--source={d}/source.txt", f"--target_embeddings={d}/target.npy",
+        f"--model={d}/source.txt,{d}/no_preprocessor"],
+       f"--model={d}/source.txt,{d}/no_preprocessor: {d}/no_preprocessor "
+       "does not exist"),
   ]
 
 
