@@ -103,8 +103,9 @@ def test_mteb_tasks_are_scored_beside_the_file_tasks(tiny, local_mteb_task,
 
 def test_an_unknown_mteb_task_is_one_line_before_the_model_loads(
     tmp_path, mteb_tasks):  # pylint: disable=unused-argument  (skips without mteb)
+  (tmp_path / "not_a_model").mkdir()  # its loading would fail: never tried
   with pytest.raises(ValueError) as error:
-    eval_command.main([f"--model={tmp_path / 'no_model'}",
+    eval_command.main([f"--model={tmp_path / 'not_a_model'}",
                        "--mteb_tasks=STSBenchmrk",
                        f"--report_dir={tmp_path / 'report'}"])
   message = str(error.value)

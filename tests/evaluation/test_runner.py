@@ -114,9 +114,10 @@ def test_file_tasks_need_a_data_dir_said_in_one_line(tmp_path):
   """No default points outside the repository: a task read from --data_dir
   without one is one line naming the layout and the page on the data."""
   options = EvalOptions(report_dir=str(tmp_path / "report"))
+  (tmp_path / "not_a_model").mkdir()  # said before the model would load
   for names in (["sts-b"], ["transfer"]):
     with pytest.raises(ValueError) as error:
-      eval_command.main([f"--model={tmp_path / 'no_model'}",
+      eval_command.main([f"--model={tmp_path / 'not_a_model'}",
                          f"--tasks={','.join(names)}",
                          f"--report_dir={tmp_path / 'report'}"])
     message = str(error.value)
@@ -205,8 +206,9 @@ def test_the_eval_command_reads_its_flags_and_fails_on_the_data_first(
   bad.write_text("g\tf\t2012\t0001\t4.0\ta\tb\ng\tf\t2012\t0002\t3.0\tonly\n")
   argv = ["--tasks=sts-b", f"--task_data=sts-b={bad}",
           f"--report_dir={tmp_path / 'report'}"]
+  (tmp_path / "not_a_model").mkdir()  # the data is read before it loads
   with pytest.raises(ValueError) as error:
-    eval_command.main([f"--model={tmp_path / 'missing_model'}"] + argv)
+    eval_command.main([f"--model={tmp_path / 'not_a_model'}"] + argv)
   assert str(error.value) == (
       f"{bad}, line 2: expected 7 tab-separated fields (genre, filename, "
       "year, id, score, sentence1, sentence2), found 6.")
@@ -249,6 +251,9 @@ def test_tf_hub_pair_in_one_directory_or_two(tmp_path):
                 f"{tmp_path}/pair/preprocessor"):
     encode = encoders.load_encoder(model, show_progress=False)
     np.testing.assert_array_equal(encode(sentences), expected)
+  with pytest.raises(FileNotFoundError, match="nothing does not exist"):
+    encoders.load_encoder(f"{tmp_path}/pair/encoder,{tmp_path}/nothing")
+  (tmp_path / "nothing").mkdir()
   with pytest.raises(FileNotFoundError, match="nothing is not a SavedModel"):
     encoders.load_encoder(f"{tmp_path}/pair/encoder,{tmp_path}/nothing")
 
