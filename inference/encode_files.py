@@ -32,6 +32,7 @@ import numpy as np
 
 from cmlm.inference import embedders
 from cmlm.inference import embedding_outputs
+from cmlm.inference import input_paths
 from cmlm.inference import postprocess
 from cmlm.inference import progress as progress_lib
 from cmlm.inference import quantization
@@ -200,8 +201,7 @@ def _quantized_from_spool(chunks, source, chunk_size: int, precision: str,
 def _load_calibration(path: str) -> np.ndarray:
   """The float `[n, dim]` embeddings of a calibration .npy file, mapped
   (read a chunk at a time, never whole)."""
-  if not os.path.isfile(path):
-    raise FileNotFoundError(f"--calibration={path} is not a file.")
+  input_paths.check_file(path, "--calibration")
   try:
     array = np.load(path, mmap_mode="r", allow_pickle=False)
   except ValueError as error:

@@ -4,19 +4,23 @@ to load.
 Free of TensorFlow, so that a command says a wrong path in one line before
 TensorFlow loads (seconds), and the readers (`inference.embedders`,
 `inference.mine_files`, `inference.nearest_neighbours`) say it in the same
-words. A remote path (`gs://...`) is left to its file system.
+words. A remote model (`gs://...`) is left to its file system, as is a
+remote file where its reader goes through `tf.io.gfile`.
 """
 import os
 
 
-def check_file(path: str, flag: str) -> None:
+def check_file(path: str, flag: str, remote: bool = False) -> None:
   """`path`, given as `flag`, is a file; FileNotFoundError (one line naming
-  `flag`) otherwise.
+  `flag`) otherwise. `remote`: the reader takes remote paths (`gs://...`,
+  through `tf.io.gfile`), which are left to it.
 
   Examples:
     >>> check_file("sentences.txt", "--input")
+    >>> check_file("gs://bucket/sentences.txt", "--input", remote=True)
   """
-  if not path or (not _is_remote(path) and not os.path.isfile(path)):
+  if not path or (not (remote and _is_remote(path)) and
+                  not os.path.isfile(path)):
     raise FileNotFoundError(f"{flag}={path} is not a file.")
 
 

@@ -92,9 +92,11 @@ def main(argv) -> None:
   if FLAGS.model:  # a wrong path said before TensorFlow loads
     input_paths.check_model(FLAGS.model)
   if FLAGS.input and FLAGS.input != "-":
-    input_paths.check_file(FLAGS.input, "--input")
+    input_paths.check_file(FLAGS.input, "--input", remote=True)
   if FLAGS.calibration:
-    input_paths.check_file(FLAGS.calibration, "--calibration")
+    input_paths.check_file(  # a .npy is mapped, sentences read as --input
+        FLAGS.calibration, "--calibration",
+        remote=not FLAGS.calibration.lower().endswith(".npy"))
   from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
   written = encode_files.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,
