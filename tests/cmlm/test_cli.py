@@ -174,6 +174,21 @@ print(json.dumps([answers, "tensorflow" in sys.modules]))
 """
 
 
+def _assert_refused_before_tensorflow(cases):
+  """Each (argv, line) case ends with status 2 and its one line, all run in
+  one fresh process, which never loads TensorFlow."""
+  result = subprocess.run(
+      [sys.executable, "-c", REFUSE_PATHS,
+       json.dumps([argv for argv, _ in cases])],
+      cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=120,
+      check=True)
+  statuses, tensorflow_loaded = json.loads(result.stdout.splitlines()[-1])
+  command_lines = [f"cmlm {argv[0]}: error: {line}" for argv, line in cases]
+  assert (statuses, result.stderr.splitlines()) == (
+      [2] * len(cases), command_lines)
+  assert not tensorflow_loaded
+
+
 def test_an_output_that_is_a_file_or_under_one_is_refused_first(tmp_path):
   """`--model_dir`, `--export_dir`, `--output`: a file where a directory is
   named, a directory where a file is, or a file among the folders above,
@@ -205,16 +220,7 @@ def test_an_output_that_is_a_file_or_under_one_is_refused_first(tmp_path):
       (["prepare", f"--input={text}", f"--output={taken}/pairs",
         "--pair_unit=sentence"], f"--output={taken}/pairs {under}"),
   ]
-  result = subprocess.run(
-      [sys.executable, "-c", REFUSE_PATHS,
-       json.dumps([argv for argv, _ in cases])],
-      cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=120,
-      check=True)
-  statuses, tensorflow_loaded = json.loads(result.stdout.splitlines()[-1])
-  command_lines = [f"cmlm {argv[0]}: error: {line}" for argv, line in cases]
-  assert (statuses, result.stderr.splitlines()) == (
-      [2] * len(cases), command_lines)
-  assert not tensorflow_loaded
+  _assert_refused_before_tensorflow(cases)
   assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
   assert taken.read_text() == "mine\n"
 
@@ -249,16 +255,7 @@ def test_a_model_or_input_that_is_not_there_is_refused_first(tmp_path):
       (["mine", f"--model={missing}", f"--source={text}", f"--target={text}",
         f"--output={tmp_path}/pairs.tsv"], f"--model={missing} does not exist."),
   ]
-  result = subprocess.run(
-      [sys.executable, "-c", REFUSE_PATHS,
-       json.dumps([argv for argv, _ in cases])],
-      cwd=helpers.REPO_ROOT, capture_output=True, text=True, timeout=120,
-      check=True)
-  statuses, tensorflow_loaded = json.loads(result.stdout.splitlines()[-1])
-  command_lines = [f"cmlm {argv[0]}: error: {line}" for argv, line in cases]
-  assert (statuses, result.stderr.splitlines()) == (
-      [2] * len(cases), command_lines)
-  assert not tensorflow_loaded
+  _assert_refused_before_tensorflow(cases)
   assert sorted(os.listdir(tmp_path)) == ["sentences.txt"]
 
 
