@@ -93,10 +93,8 @@ def main(argv) -> None:
     input_paths.check_model(FLAGS.model)
   if FLAGS.input and FLAGS.input != "-":
     input_paths.check_file(FLAGS.input, "--input", remote=True)
-  if FLAGS.calibration:
-    input_paths.check_file(  # a .npy is mapped, sentences read as --input
-        FLAGS.calibration, "--calibration",
-        remote=not FLAGS.calibration.lower().endswith(".npy"))
+  if FLAGS.calibration:  # a remote .npy is refused by its reader
+    input_paths.check_file(FLAGS.calibration, "--calibration", remote=True)
   from cmlm.inference import encode_files  # pylint: disable=g-import-not-at-top
   written = encode_files.encode_file(
       FLAGS.model, FLAGS.input, FLAGS.output, batch_size=FLAGS.batch_size,
