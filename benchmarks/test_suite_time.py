@@ -1,8 +1,13 @@
 """How long the test suite takes: runs `make test`'s pytest command and
 writes its wall time, its counts and the machine to a results file.
 
-    python benchmarks/test_suite_time.py [--workers=2] [--append] \
+    .venv/bin/python benchmarks/test_suite_time.py [--workers=2] [--append] \
         [--results=docs/results/test_suite_<cpu>.json] [-- EXTRA PYTEST ARGS]
+
+Run it with the project's environment (`make .venv/.installed-test-requirements`
+installs it): without pytest-xdist it is refused before anything runs, and
+a pytest that ran no test (a usage error, say) leaves the results file as
+it was.
 
 The suite's budget is 20 minutes of pytest on a quiet 2-core machine
 (BUILD.md renders the figures from the results files, one per CPU:
@@ -21,6 +26,7 @@ writes each test's start and end where CMLM_TEST_TIMES says; `--times`
 keeps them); and the share of the CPUs' time that was busy (/proc/stat).
 """
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -54,7 +60,8 @@ def pytest_command(workers: int, extra) -> list:
 
 def counts(output: str) -> dict:
   """The counts of pytest's summary line ({} when there is none)."""
-  lines = [l for l in output.splitlines() if " in " in l and "passed" in l]
+  lines = [l for l in output.splitlines()
+           if " in " in l and SUMMARY.search(l)]
   if not lines:
     return {}
   return {kind.rstrip("s") if kind.startswith("error") else kind: int(n)
@@ -107,6 +114,19 @@ def worker_times(folder: str, top: int = 15) -> dict:
           "slowest_files": [{"file": path, "seconds": round(seconds, 1)}
                             for path, seconds in sorted(
                                 files.items(), key=lambda x: -x[1])[:top]]}
+
+
+def check_workers(workers: int) -> None:
+  """ValueError (one sentence) when `workers` is below 1, or above 1 and
+  this Python has no pytest-xdist to run them."""
+  if workers < 1:
+    raise ValueError("--workers must be 1 or more.")
+  if workers > 1 and importlib.util.find_spec("xdist") is None:
+    raise ValueError(
+        f"--workers={workers} needs pytest-xdist, which {sys.executable} "
+        "does not have: run this with the project's environment "
+        "(.venv/bin/python benchmarks/test_suite_time.py), which `make "
+        ".venv/.installed-test-requirements` installs.")
 
 
 def cpu_times():
@@ -179,8 +199,10 @@ def main(argv=None) -> int:
                       "(JSON lines) to this file")
   parser.add_argument("extra", nargs="*", help="more pytest arguments")
   args = parser.parse_args(argv)
-  if args.workers < 1:
-    parser.error("--workers must be 1 or more.")
+  try:
+    check_workers(args.workers)
+  except ValueError as e:
+    parser.error(str(e))
   cpu = unit_provenance.cpu_model()
   identity = {"commit": unit_provenance.head_commit(),
               "code_modified": unit_provenance.modified_code(), "cpu": cpu,
@@ -217,6 +239,10 @@ def main(argv=None) -> int:
     with open(args.log, "w", encoding="utf-8") as f:
       f.write(output)
   print("\n".join(output.splitlines()[-40:]))
+  if not counts(output):  # a usage error, no test collected: no figure
+    print(f"pytest ran no test (exit status {run.returncode}); {results} "
+          "is left as it was.", file=sys.stderr)
+    return run.returncode or 1
   load = (f"{load_before} at the start, {round(os.getloadavg()[0], 2)} at "
           "the end")
   result = {

@@ -209,6 +209,8 @@ def test_the_suite_timer_reads_pytest_s_counts_and_slowest_tests():
             "0.54s teardown tests/c.py::test_three\n"
             "=== 2 failed, 1066 passed, 1 skipped in 2003.49s (0:33:23) ===\n")
   assert timer.counts(output) == {"failed": 2, "passed": 1066, "skipped": 1}
+  assert timer.counts("=== 3 failed in 9.10s ===\n") == {"failed": 3}
+  assert timer.counts("=== no tests ran in 0.01s ===\n") == {}
   assert timer.slowest(output) == [
       {"seconds": 192.69, "phase": "call", "test": "tests/a.py::test_one"},
       {"seconds": 73.68, "phase": "setup",
@@ -253,3 +255,28 @@ def test_the_suite_timer_appends_only_runs_of_one_commit_and_cpu(
     timer.main(["--append", f"--results={results}"])
   assert exit_info.value.code == 2
   assert "results file's commit is 'not-this-commit'" in capsys.readouterr().err
+
+
+def test_the_suite_timer_refuses_a_python_without_xdist_and_keeps_a_results_file_of_no_test(
+    tmp_path, monkeypatch, capsys):
+  """Two workers need pytest-xdist: a Python without it is refused in one
+  sentence before anything runs; a pytest that ran no test (here a usage
+  error) leaves the results file as it was, and says so."""
+  timer = _suite_timer()
+  results = tmp_path / "suite.json"
+  results.write_text("{}")
+  assert timer.check_workers(2) is None  # this environment has it
+  monkeypatch.setattr(timer.importlib.util, "find_spec", lambda name: None)
+  timer.check_workers(1)  # one worker runs without it
+  with pytest.raises(SystemExit) as exit_info:
+    timer.main(["--workers=2", f"--results={results}"])
+  assert exit_info.value.code == 2
+  assert "--workers=2 needs pytest-xdist" in capsys.readouterr().err
+  monkeypatch.undo()
+  with pytest.raises(SystemExit):
+    timer.main(["--workers=0", f"--results={results}"])
+  status = timer.main(["--workers=1", f"--results={results}", "--",
+                       "--no-such-option"])
+  assert status == 4  # pytest's usage error
+  assert "pytest ran no test (exit status 4)" in capsys.readouterr().err
+  assert results.read_text() == "{}"
