@@ -11,7 +11,9 @@ it was.
 
 The suite's budget is 20 minutes of pytest on a quiet 2-core machine
 (BUILD.md renders the figures from the results files, one per CPU:
-`test_suite_intel_xeon.json`, `test_suite_amd_epyc.json`). Runs of one
+`test_suite_intel_xeon.json`, `test_suite_amd_epyc.json`, and
+`test_suite_amd_epyc_avx2.json` for an AMD EPYC without AVX-512, the Zen 3
+that the budget names as the slower). Runs of one
 commit on one machine can differ by a tenth, so `--append` adds a run to
 its results file when the file holds runs of the same commit on the same
 CPU (and refuses, before running anything, when it does not). Run it with
@@ -155,6 +157,16 @@ def cpu_name(model: str) -> str:
                   ) or "unknown"
 
 
+def results_name(model: str, flags) -> str:
+  """The default results file's name for a CPU model and its ISA flags:
+  `test_suite_<cpu_name>.json`, with `_avx2` added for a CPU without
+  AVX-512 (an AVX2-only AMD EPYC Zen 3 reports the same model name as a
+  Zen 4, and its runs are kept apart)."""
+  suffix = "" if "avx512f" in flags else "_avx2" if "avx2" in flags else (
+      "_no_avx2")
+  return f"test_suite_{cpu_name(model)}{suffix}.json"
+
+
 # What makes two runs comparable: the same code on the same machine.
 IDENTITY = ("commit", "code_modified", "cpu", "cpu_flags", "cores")
 
@@ -188,7 +200,8 @@ def main(argv=None) -> int:
   parser.add_argument(
       "--results", default=None,
       help="the results file (default: docs/results/test_suite_<cpu>.json, "
-      "<cpu> as in test_suite_intel_xeon.json)")
+      "<cpu> as in test_suite_intel_xeon.json, with _avx2 added for a CPU "
+      "without AVX-512)")
   parser.add_argument("--append", action="store_true",
                       help="add this run to the results file's runs of the "
                       "same commit and CPU instead of replacing them")
@@ -210,7 +223,8 @@ def main(argv=None) -> int:
                             if on],
               "cores": os.cpu_count()}
   results = args.results or os.path.join(
-      REPO_ROOT, "docs", "results", f"test_suite_{cpu_name(cpu)}.json")
+      REPO_ROOT, "docs", "results",
+      results_name(cpu, identity["cpu_flags"]))
   previous = None
   if args.append and os.path.exists(results):
     with open(results, encoding="utf-8") as f:

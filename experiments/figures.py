@@ -213,7 +213,8 @@ def _minutes(seconds: float) -> str:
 
 def render_test_suite(results: Sequence[Mapping]) -> str:
   """`benchmarks/test_suite_time.py`: one results file per CPU, each its
-  provenance line, then every run in one table with its CPU."""
+  provenance line, then every run in one table with its CPU and ISA flags
+  (two CPUs of one model name, a Zen 3 and a Zen 4, differ in them)."""
   lines = [line for result in results for line in (provenance(result), "")]
   lines += ["| CPU | command | tests | outcome | time | 1-minute load |",
             "|---|---|---|---|---|---|"]
@@ -223,7 +224,9 @@ def render_test_suite(results: Sequence[Mapping]) -> str:
       outcome = ("all passed" if run.get("exit_status", 0) == 0 else
                  f"{run.get('failed', 0)} failed, {run.get('passed', 0)} "
                  "passed")
-      lines.append(f"| {result['cpu']} | `{run['command']}` | {run['tests']} "
+      flags = result.get("cpu_flags")
+      cpu = f"{result['cpu']} ({' '.join(flags)})" if flags else result["cpu"]
+      lines.append(f"| {cpu} | `{run['command']}` | {run['tests']} "
                    f"| {outcome} | {_minutes(run['seconds'])} | "
                    f"{run['load']} |")
   return "\n".join(lines) + "\n"

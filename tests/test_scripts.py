@@ -224,6 +224,13 @@ def test_the_suite_timer_names_its_results_file_by_the_cpu():
   assert name("Intel(R) Xeon(R) Processor") == "intel_xeon"
   assert name("AMD EPYC") == name("AMD EPYC 7B13") == "amd_epyc"
   assert name("") == "unknown"
+  results = _suite_timer().results_name
+  assert results("AMD EPYC", ["avx2", "avx512f", "avx512_vnni"]) == (
+      "test_suite_amd_epyc.json")
+  # A Zen 3 (AVX2 only) reports the model name of a Zen 4: kept apart.
+  assert results("AMD EPYC", ["avx2"]) == "test_suite_amd_epyc_avx2.json"
+  assert results("Intel(R) Xeon(R) Processor", []) == (
+      "test_suite_intel_xeon_no_avx2.json")
 
 
 def test_the_suite_timer_appends_only_runs_of_one_commit_and_cpu(
