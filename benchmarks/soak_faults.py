@@ -41,6 +41,9 @@ load or differs from its checkpoint, a run that does not resume, a
 temporary file left). Its figures are counts, not times; it asserts nothing.
 With `--results`, writes them with the command, commit, CPU model, ISA
 flags, cores, date and load (`experiments/unit_provenance.py`).
+
+A line on stderr after each cycle says how far it is and how the processes
+ended so far (the JSON object is the last thing printed).
 """
 import argparse
 import contextlib
@@ -473,6 +476,18 @@ def final_checks(soak: Soak, cycle: int) -> dict:
   return final
 
 
+def progress(soak: Soak, seconds: float, args) -> str:
+  """One line after each cycle (on stderr; the result is printed last):
+  how far, and what the processes ended with so far."""
+  c = soak.counts
+  of = (f"{c['cycles']} of {args.cycles} cycles" if args.cycles else
+        f"cycle {c['cycles']}, {seconds / 60:.1f} of {args.minutes:g} min")
+  return (f"{of}: {c['processes']} processes, {c['ok']} ok, "
+          f"{c['sigkill']} SIGKILL, {c['sigterm']} SIGTERM, "
+          f"{c['refused_one_line']} refused in one line; "
+          f"{len(soak.lost)} lost")
+
+
 def main(argv=None):
   args = parse_args(argv)
   root = args.workdir or tempfile.mkdtemp(prefix="cmlm-soak-")
@@ -496,8 +511,11 @@ def main(argv=None):
         cycle += 1
         soak.counts["cycles"] = cycle
         loads.append(os.getloadavg()[0])
+        print(progress(soak, time.time() - start, args), file=sys.stderr,
+              flush=True)
       faulted_s = time.time() - start
       disk.stop()
+      print("final checks, without faults ...", file=sys.stderr, flush=True)
       final = final_checks(soak, cycle)
     loads.append(os.getloadavg()[0])
     result = dict(soak.counts, seconds_under_faults=round(faulted_s),

@@ -7,6 +7,7 @@ mirror's, no temporary or lock file is left. The long soak (30 minutes, a disk t
 script's own run; here the disk is not filled."""
 import importlib.util
 import os
+import types
 
 import pytest
 
@@ -31,13 +32,16 @@ def test_each_command_of_the_cycle_has_its_arguments():
 
 
 @pytest.mark.slow
-def test_killed_train_export_import_and_fetch_lose_nothing(tmp_path):
+def test_killed_train_export_import_and_fetch_lose_nothing(tmp_path, capsys):
   soak = _soak_module()
   commands = ["train", "export", "import", "fetch"]
   result = soak.main(["--cycles=1", f"--commands={','.join(commands)}",
                       "--kill_probability=1", "--seed=3", "--no_disk_faults",
                       f"--workdir={tmp_path}"])
   assert result["lost"] == []
+  err = capsys.readouterr().err  # a line after the cycle, then the checks
+  assert f"1 of 1 cycles: {len(commands)} processes" in err
+  assert err.index("1 of 1 cycles") < err.index("final checks")
   # Each ended by its signal, refused in one line (nothing yet to read) or
   # finished before its signal came; then the runs of the checks.
   assert result["processes"] == 2 * len(commands)
@@ -54,6 +58,20 @@ def test_killed_train_export_import_and_fetch_lose_nothing(tmp_path):
   for field in ("command", "commit", "cpu_model", "cpu_flags", "cores",
                 "date", "load"):
     assert field in result, field
+
+
+def test_each_cycle_s_line_says_how_far_and_how_the_processes_ended():
+  soak = _soak_module()
+  state = types.SimpleNamespace(counts=dict(
+      cycles=3, processes=21, ok=12, sigkill=5, sigterm=3,
+      refused_one_line=1), lost=[{"command": "export"}])
+  by_minutes = soak.parse_args(["--minutes=20"])
+  assert soak.progress(state, 430.0, by_minutes) == (
+      "cycle 3, 7.2 of 20 min: 21 processes, 12 ok, 5 SIGKILL, 3 SIGTERM, "
+      "1 refused in one line; 1 lost")
+  by_cycles = soak.parse_args(["--cycles=5"])
+  assert soak.progress(state, 430.0, by_cycles).startswith(
+      "3 of 5 cycles: 21 processes")
 
 
 def test_the_mined_pairs_check_counts_malformed_and_identical_rows(tmp_path):
