@@ -4,7 +4,8 @@ writes its wall time, its counts and the machine to a results file.
     .venv/bin/python benchmarks/test_suite_time.py [--workers=2] [--append] \
         [--results=docs/results/test_suite_<cpu>.json] [-- EXTRA PYTEST ARGS]
 
-Run it with the project's environment (`make .venv/.installed-test-requirements`
+pytest's output is passed on to stderr as it comes (its progress). Run it
+with the project's environment (`make .venv/.installed-test-requirements`
 installs it): without pytest-xdist it is refused before anything runs, and
 a pytest that ran no test (a usage error, say) leaves the results file as
 it was.
@@ -116,6 +117,21 @@ def worker_times(folder: str, top: int = 15) -> dict:
           "slowest_files": [{"file": path, "seconds": round(seconds, 1)}
                             for path, seconds in sorted(
                                 files.items(), key=lambda x: -x[1])[:top]]}
+
+
+def run_streamed(command, env) -> tuple:
+  """Runs `command` in the repository, its output (stdout and stderr
+  together) passed on to this process's stderr line by line as it comes:
+  pytest's progress. Returns (exit status, the output)."""
+  lines = []
+  with subprocess.Popen(command, cwd=REPO_ROOT, env=env, text=True,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT) as process:
+    for line in process.stdout:
+      lines.append(line)
+      sys.stderr.write(line)
+      sys.stderr.flush()
+  return process.returncode, "".join(lines)
 
 
 def check_workers(workers: int) -> None:
@@ -239,24 +255,21 @@ def main(argv=None) -> int:
         file=sys.stderr, flush=True)
   with tempfile.TemporaryDirectory() as times:
     cpu_before, start = cpu_times(), time.perf_counter()
-    run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
-                         text=True, check=False,
-                         env=dict(os.environ, CMLM_TEST_TIMES=times))
+    returncode, output = run_streamed(
+        command, env=dict(os.environ, CMLM_TEST_TIMES=times))
     seconds = time.perf_counter() - start
     cpu_busy = busy_share(cpu_before, cpu_times())
     per_worker = worker_times(times)
     if args.times:
       with open(args.times, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(test) + "\n" for test in read_times(times))
-  output = run.stdout + run.stderr
   if args.log:
     with open(args.log, "w", encoding="utf-8") as f:
       f.write(output)
-  print("\n".join(output.splitlines()[-40:]))
   if not counts(output):  # a usage error, no test collected: no figure
-    print(f"pytest ran no test (exit status {run.returncode}); {results} "
+    print(f"pytest ran no test (exit status {returncode}); {results} "
           "is left as it was.", file=sys.stderr)
-    return run.returncode or 1
+    return returncode or 1
   load = (f"{load_before} at the start, {round(os.getloadavg()[0], 2)} at "
           "the end")
   result = {
@@ -268,7 +281,7 @@ def main(argv=None) -> int:
       "date": time.strftime("%Y-%m-%d", time.gmtime()),
       "load": load, "quiet": load_before < QUIET_LOAD,
       "runs": [dict({"command": "make test", "workers": args.workers,
-                     "seconds": round(seconds), "exit_status": run.returncode,
+                     "seconds": round(seconds), "exit_status": returncode,
                      "load": load},
                     **counts(output))]}
   result["runs"][0]["slowest"] = slowest(output)
@@ -283,9 +296,9 @@ def main(argv=None) -> int:
     json.dump(result, f, indent=1)
     f.write("\n")
   os.replace(tmp, results)
-  print(f"{round(seconds)} s, exit status {run.returncode}; wrote "
+  print(f"{round(seconds)} s, exit status {returncode}; wrote "
         f"{results}", file=sys.stderr)
-  return run.returncode
+  return returncode
 
 
 if __name__ == "__main__":
