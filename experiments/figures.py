@@ -76,10 +76,17 @@ def _na(x, fmt: str) -> str:
   return "n/a" if x is None else format(x, fmt)
 
 
+def cpu_and_flags(result: Mapping,
+                  unrecorded: str = " (flags not recorded)") -> str:
+  """A results file's CPU model with its ISA flags: "AMD EPYC (avx2
+  avx512f)"; `unrecorded` follows the model when it holds no flags."""
+  flags = result.get("cpu_flags")
+  return f"{result.get('cpu')}" + (f" ({' '.join(flags)})" if flags
+                                   else unrecorded)
+
+
 def provenance(result: Mapping) -> str:
   """One line: command, commit, CPU and flags, cores, date, load."""
-  cpu = result.get("cpu")
-  flags = result.get("cpu_flags")
   load = result.get("load")
   if load is None and "load_before" in result:
     load = f"1-minute load {result['load_before']} before"
@@ -88,8 +95,7 @@ def provenance(result: Mapping) -> str:
   note = result.get("commit_note")
   return ("`" + result["command"] + "`; commit "
           + f"`{result.get('commit') or 'not recorded'}`"
-          + (f" ({note})" if note else "") + f"; {cpu}"
-          + (f" ({' '.join(flags)})" if flags else " (flags not recorded)")
+          + (f" ({note})" if note else "") + f"; {cpu_and_flags(result)}"
           + f", {result.get('cores') or '?'} cores; {result.get('date')}; "
           + f"{load if load is not None else 'load not recorded'}"
           + (f". {result['transcribed']}" if result.get("transcribed")
@@ -219,13 +225,12 @@ def render_test_suite(results: Sequence[Mapping]) -> str:
   lines += ["| CPU | command | tests | outcome | time | 1-minute load |",
             "|---|---|---|---|---|---|"]
   for result in results:
+    cpu = cpu_and_flags(result, unrecorded="")
     for run in result["runs"]:
       # A run with failures still took its time; the table says they failed.
       outcome = ("all passed" if run.get("exit_status", 0) == 0 else
                  f"{run.get('failed', 0)} failed, {run.get('passed', 0)} "
                  "passed")
-      flags = result.get("cpu_flags")
-      cpu = f"{result['cpu']} ({' '.join(flags)})" if flags else result["cpu"]
       lines.append(f"| {cpu} | `{run['command']}` | {run['tests']} "
                    f"| {outcome} | {_minutes(run['seconds'])} | "
                    f"{run['load']} |")
