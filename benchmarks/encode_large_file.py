@@ -36,7 +36,7 @@ unless `--allow_load` (then `"quiet": false`).
   python benchmarks/encode_large_file.py [--model=EXPORT] [--lines=200000]
       [--memory_lines=20000,200000] [--batch_size=256] [--work_dir=DIR]
   python benchmarks/encode_large_file.py --lines=2000 --memory_lines=500,2000 \
-      --results=/tmp/check.json --allow_load     # a quick check
+      --results=check.json --allow_load          # a quick check
 """
 import argparse
 import datetime
@@ -112,6 +112,7 @@ def tiny_export(work_dir: str) -> str:
   from cmlm.training import train  # pylint: disable=g-import-not-at-top
   from tests import helpers  # pylint: disable=g-import-not-at-top
   model_dir = os.path.join(work_dir, "tiny_run")
+  say(f"building the tiny export in {export_dir} ...")
   train.run(helpers.tiny_run_params(4), model_dir)
   exporter.export_run(model_dir, export_dir,
                       formats=("saved_model", "tflite", "onnx"))
@@ -149,6 +150,11 @@ def in_memory_rate(model: str, sentences, batch_size: int):
           encoder._embedder.backend)  # pylint: disable=protected-access
 
 
+def say(text: str) -> None:
+  """A step's start, on stderr (the results go to stdout)."""
+  print(text, file=sys.stderr, flush=True)
+
+
 def write_lines(path: str, sentences) -> str:
   with open(path, "w", encoding="utf-8") as f:
     f.writelines(s + "\n" for s in sentences)
@@ -170,11 +176,15 @@ def main():
                             sentences[:n])
              for n in set(args.memory_lines) | {args.batch_size}}
     output = os.path.join(work_dir, "embeddings.npy")
+    say(f"in memory: SentenceEncoder.encode of {args.lines:,} sentences ...")
     in_memory, backend = in_memory_rate(model, sentences, args.batch_size)
+    say(f"streaming: the command's start, on {args.batch_size} lines ...")
     start_s = run_encode(model, files[args.batch_size], output,
                          args.batch_size)[0]
-    measured = {n: run_encode(model, files[n], output, args.batch_size)
-                for n in args.memory_lines}
+    measured = {}
+    for n in args.memory_lines:
+      say(f"streaming: python -m cmlm encode of {n:,} lines ...")
+      measured[n] = run_encode(model, files[n], output, args.batch_size)
   wall, _, progress_line = measured[args.lines]
   # None where the start outweighs the file (a small --lines, a noisy
   # machine): the difference of two wall times then says nothing.

