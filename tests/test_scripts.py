@@ -291,3 +291,32 @@ def test_the_suite_timer_refuses_a_python_without_xdist_and_keeps_a_results_file
   assert err.index("unrecognized arguments") < err.index(
       "pytest ran no test (exit status 4)")
   assert results.read_text() == "{}"
+
+
+def test_the_suite_timer_renders_the_pages_of_a_results_file_it_wrote_in_docs(
+    tmp_path):
+  """A results file written under the tree's docs/results/ is followed by
+  the pages' rendering, so that BUILD.md shows it (and a second run of the
+  same tree passes the docs' test); a file elsewhere renders nothing."""
+  timer = _suite_timer()
+  (tmp_path / "README.md").write_text("# A page without figures\n")
+  block = ("<!-- figures:test_suite docs/results/test_suite_x.json -->\n"
+           "stale\n<!-- /figures -->\n")
+  (tmp_path / "BUILD.md").write_text("# Build\n\n" + block)
+  (tmp_path / "docs" / "results").mkdir(parents=True)
+  results = tmp_path / "docs" / "results" / "test_suite_x.json"
+  results.write_text(json.dumps({
+      "command": "python benchmarks/test_suite_time.py", "commit": "abc",
+      "code_modified": [], "cpu": "AMD EPYC", "cpu_flags": ["avx2"],
+      "cores": 2, "date": "2026-11-29", "load": "0.1 at the start",
+      "quiet": True, "runs": [{"command": "make test", "passed": 3,
+                               "tests": 3, "exit_status": 0, "seconds": 61,
+                               "load": "0.1 at the start"}]}))
+  elsewhere = tmp_path / "suite.json"
+  elsewhere.write_text(results.read_text())
+  assert timer.render_pages(str(elsewhere), root=str(tmp_path)) == []
+  assert "stale" in (tmp_path / "BUILD.md").read_text()
+  assert timer.render_pages(str(results), root=str(tmp_path)) == ["BUILD.md"]
+  page = (tmp_path / "BUILD.md").read_text()
+  assert "stale" not in page and "| 1 min 1 s |" in page
+  assert timer.render_pages(str(results), root=str(tmp_path)) == []
