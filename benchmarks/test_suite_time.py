@@ -17,7 +17,7 @@ The suite's budget is 20 minutes of pytest on a quiet 2-core machine
 `test_suite_intel_xeon.json`, `test_suite_amd_epyc.json`, and
 `test_suite_amd_epyc_avx2.json` for an AMD EPYC without AVX-512, the Zen 3
 that the budget names as the slower). Runs of one
-commit on one machine can differ by a tenth, so `--append` adds a run to
+commit on one machine can differ by a fifth, so `--append` adds a run to
 its results file when the file holds runs of the same commit on the same
 CPU (and refuses, before running anything, when it does not). Run it with
 nothing else running: the load before and after is recorded beside the time, and
