@@ -43,6 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from cmlm.experiments import unit_provenance  # noqa: E402
+from cmlm.experiments.figures import render_pages  # noqa: E402
 
 REPO_ROOT = unit_provenance.REPO_ROOT
 QUIET_LOAD = 0.5
@@ -167,22 +168,14 @@ def busy_share(before, after):
   return round((after[0] - before[0]) / (after[1] - before[1]), 3)
 
 
-def cpu_name(model: str) -> str:
-  """A results file's CPU part: "Intel(R) Xeon(R) Processor" gives
-  "intel_xeon", "AMD EPYC 7B13" gives "amd_epyc"."""
-  words = re.sub(r"\((R|TM)\)", " ", model).split()
-  return "_".join(re.sub(r"[^a-z0-9]", "", w.lower()) for w in words[:2]
-                  ) or "unknown"
+cpu_name = unit_provenance.cpu_name
 
 
 def results_name(model: str, flags) -> str:
   """The default results file's name for a CPU model and its ISA flags:
-  `test_suite_<cpu_name>.json`, with `_avx2` added for a CPU without
-  AVX-512 (an AVX2-only AMD EPYC Zen 3 reports the same model name as a
-  Zen 4, and its runs are kept apart)."""
-  suffix = "" if "avx512f" in flags else "_avx2" if "avx2" in flags else (
-      "_no_avx2")
-  return f"test_suite_{cpu_name(model)}{suffix}.json"
+  `test_suite_<cpu>.json` (`unit_provenance.cpu_file_name`: `_avx2` added
+  for a CPU without AVX-512)."""
+  return f"test_suite_{unit_provenance.cpu_file_name(model, flags)}.json"
 
 
 # What makes two runs comparable: the same code on the same machine.
@@ -303,18 +296,6 @@ def main(argv=None) -> int:
   for page in render_pages(results):
     print(f"rewrote {page} from its results files", file=sys.stderr)
   return returncode
-
-
-def render_pages(results: str, root: str = REPO_ROOT) -> list:
-  """Re-renders the pages' figures (`experiments/figures.py`) when
-  `results` is one of `root`'s docs/results files; returns the pages
-  rewritten. Otherwise a second run (`--append`) would test a tree whose
-  BUILD.md no longer matches its results file, and fail the docs test."""
-  if os.path.dirname(os.path.abspath(results)) != os.path.join(
-      os.path.abspath(root), "docs", "results"):
-    return []
-  from cmlm.experiments import figures  # pylint: disable=g-import-not-at-top
-  return figures.differing_documents(root, write=True)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ every commit with the units that ran at it, said as such
 import datetime
 import os
 import platform
+import re
 import subprocess
 import sys
 from typing import Dict, List, Mapping, Optional, Sequence
@@ -88,6 +89,23 @@ def isa_flags() -> Dict[str, bool]:
   """Which of `ISA_FLAGS` the CPU reports."""
   flags = set(_cpuinfo().get("flags", "").split())
   return {flag: flag in flags for flag in ISA_FLAGS}
+
+
+def cpu_name(model: str) -> str:
+  """A results file's CPU part: "Intel(R) Xeon(R) Processor" gives
+  "intel_xeon", "AMD EPYC 7B13" gives "amd_epyc"."""
+  words = re.sub(r"\((R|TM)\)", " ", model).split()
+  return "_".join(re.sub(r"[^a-z0-9]", "", w.lower()) for w in words[:2]
+                  ) or "unknown"
+
+
+def cpu_file_name(model: str, flags: Sequence[str]) -> str:
+  """`cpu_name`, with `_avx2` added for a CPU without AVX-512 (an AVX2-only
+  AMD EPYC Zen 3 reports the same model name as a Zen 4, and its figures
+  are kept apart) and `_no_avx2` for one without AVX2."""
+  suffix = "" if "avx512f" in flags else "_avx2" if "avx2" in flags else (
+      "_no_avx2")
+  return cpu_name(model) + suffix
 
 
 def check_code(root: str = REPO_ROOT) -> Optional[str]:
