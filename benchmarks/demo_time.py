@@ -148,7 +148,8 @@ def main(argv=None) -> int:
               "the end",
       "load_1min_before": load_before, "load_1min_after": load_after,
       "quiet": load_before < QUIET_LOAD,
-      "wall_seconds": round(seconds), "seed": figures.get("seed"),
+      "wall_seconds": round(seconds), "wall_minutes": round(seconds / 60, 1),
+      "seed": figures.get("seed"),
       "figures_compared_with": compared,
       "figures_differing": (differing_figures(figures, committed)
                             if committed else None),

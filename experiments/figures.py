@@ -129,15 +129,24 @@ def _spread(values: Sequence[float], fmt: str) -> str:
           f" to {format(max(values), fmt)})")
 
 
+def _cpu_cell(result: Mapping) -> str:
+  """The CPU as a table cell: the file's string when it names the flags,
+  else the model with its ISA flags and cores."""
+  if "flags" in result["cpu"]:
+    return result["cpu"]
+  return (f"{result['cpu']} ({' '.join(result['cpu_flags'])}), "
+          f"{result['cores']} cores")
+
+
 def render_demo_time(results: Sequence[Mapping]) -> str:
-  """Per seed: wall time, training minutes, steps, load, CPU, commit."""
+  """Per run: seed, wall time, training minutes, steps, load, CPU, commit."""
   lines = ["| seed | wall | training | steps | load | CPU | commit | date |",
            "|---|---|---|---|---|---|---|---|"]
   for r in results:
     f = r["figures"]
     lines.append(f"| {r['seed']} | {r['wall_seconds'] / 60:.1f} min "
                  f"({r['wall_seconds']} s) | {f['train_minutes']:.1f} min | "
-                 f"{f['train_steps']} | {r['load']} | {r['cpu']} | "
+                 f"{f['train_steps']} | {r['load']} | {_cpu_cell(r)} | "
                  f"`{r['commit']}` | {r['date']} |")
   return "\n".join(lines) + "\n"
 

@@ -121,13 +121,18 @@ def test_the_train_step_benchmark_runs_on_a_tiny_config():
   assert figures["pipeline_examples_per_s"] > 0
 
 
-def _suite_timer():
+def _benchmark(name):
+  """benchmarks/`name`.py, loaded as a module."""
   import importlib.util  # pylint: disable=g-import-not-at-top
-  path = os.path.join(REPO_ROOT, "benchmarks", "test_suite_time.py")
-  spec = importlib.util.spec_from_file_location("test_suite_time", path)
-  timer = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(timer)
-  return timer
+  path = os.path.join(REPO_ROOT, "benchmarks", f"{name}.py")
+  spec = importlib.util.spec_from_file_location(name, path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _suite_timer():
+  return _benchmark("test_suite_time")
 
 
 def test_the_suite_timer_runs_the_makefile_s_test_command():
@@ -320,3 +325,64 @@ def test_the_suite_timer_renders_the_pages_of_a_results_file_it_wrote_in_docs(
   page = (tmp_path / "BUILD.md").read_text()
   assert "stale" not in page and "| 1 min 1 s |" in page
   assert timer.render_pages(str(results), root=str(tmp_path)) == []
+
+
+def test_the_demo_timer_compares_the_figures_with_the_seed_s_file():
+  """benchmarks/demo_time.py: a figure that moves (a number, an interval's
+  end) is listed, the minutes never; the seed's committed file is compared
+  only for its own seed and step count."""
+  timer = _benchmark("demo_time")
+  path, committed = timer.compared_seed_file({"seed": 0, "train_steps": 2000})
+  assert path == "docs/results/demo/seed0.json"
+  figures = json.loads(json.dumps(committed))
+  figures["train_minutes"] += 5
+  assert timer.differing_figures(figures, committed) == []
+  figures["stsb_dev_trained"] *= 1 + 1e-7  # within a relative 1e-6
+  assert timer.differing_figures(figures, committed) == []
+  figures["stsb_dev_trained"] *= 1 + 1e-4
+  figures["retrieval_mrr_gain_ci95"][1] += 1e-3
+  del figures["heldout_pairs"]
+  assert timer.differing_figures(figures, committed) == [
+      "heldout_pairs", "retrieval_mrr_gain_ci95", "stsb_dev_trained"]
+  assert timer.compared_seed_file({"seed": 0, "train_steps": 20}) == (None,
+                                                                      None)
+  assert timer.compared_seed_file({"seed": 99, "train_steps": 2000}) == (
+      None, None)
+
+
+def test_the_demo_timer_writes_its_file_only_from_a_demo_that_ended(
+    tmp_path, monkeypatch, capsys):
+  """A failed demo, or one whose last line is not its JSON figures, leaves
+  no results file and exits non-zero in one line; a finished one writes
+  the machine, the load, the wall time and the figures, its output path
+  not named in the command; a bad --seed is refused before anything runs."""
+  timer = _benchmark("demo_time")
+  output = tmp_path / "time.json"
+  figures = {"seed": 3, "train_steps": 20, "train_minutes": 0.1,
+             "stsb_dev_trained": 40.0}
+  for status, out, said in (
+      (1, "Traceback ...\n", "the demo exited with status 1"),
+      (0, "trained\nnot json\n", "last line is not its JSON figures")):
+    monkeypatch.setattr(timer, "run_streamed", lambda command, s=status,
+                        o=out: (s, o))
+    assert timer.main(["--seed=3", f"--output={output}"]) == 1
+    assert said in capsys.readouterr().err and not output.exists()
+  commands = []
+  monkeypatch.setattr(timer, "run_streamed", lambda command: (
+      commands.append(command) or (0, "steps\n" + json.dumps(figures))))
+  assert timer.main(["--seed=3", "--train_steps=20",
+                     f"--output={output}"]) == 0
+  assert commands[0][1:4] == ["-m", "cmlm", "demo"]
+  assert commands[0][-2:] == ["--seed=3", "--train_steps=20"]
+  result = json.loads(output.read_text())
+  assert result["command"] == ("python benchmarks/demo_time.py --seed=3 "
+                               "--train_steps=20 --output=OUTPUT")
+  assert result["figures"] == figures and result["seed"] == 3
+  assert result["figures_compared_with"] is None  # no seed3.json
+  assert result["quiet"] == (result["load_1min_before"] < 0.5)
+  assert {"commit", "cpu", "cpu_flags", "cores", "date", "load",
+          "wall_seconds"} <= set(result)
+  with pytest.raises(SystemExit) as exit_info:
+    timer.main(["--seed=-1"])
+  assert exit_info.value.code == 2
+  assert "--seed must be 0 or more" in capsys.readouterr().err
