@@ -2,8 +2,9 @@
 
 Runs `python -m cmlm train` as the README's recipe does (the experiment, its
 YAML copy, a vocabulary and a corpus) for a few loops of each experiment,
-times the progress line of each loop as it prints, leaves out the first loop
-(tracing, the first batches), and projects the experiment's full step count:
+times the progress line of each loop as it prints (each loop's seconds per
+step on stderr as it comes), leaves out the first loop (tracing, the first
+batches), and projects the experiment's full step count:
 
   * cmlm/en_workstation at its own batch (32): measured, then projected over
     its 4,000 steps;
@@ -127,6 +128,11 @@ def seconds_per_step(command) -> list:
     now, step = time.perf_counter(), int(match.group(1))
     if previous is not None:
       per_step.append((now - previous[0]) / (step - previous[1]))
+      print(f"  step {step}/{match.group(2)}: {per_step[-1]:.3f} s/step",
+            file=sys.stderr, flush=True)
+    else:
+      print(f"  step {step}/{match.group(2)}: the first loop, not timed",
+            file=sys.stderr, flush=True)
     previous = (now, step)
   if process.wait():
     raise SystemExit(f"train failed with status {process.returncode}:\n"
@@ -144,6 +150,8 @@ def measure(experiment, batch, timed_steps, loop, vocab, work) -> dict:
   loops = max(1, -(-timed_steps // loop))
   command = train_command(experiment, batch, loop * (loops + 1), loop, vocab,
                           os.path.join(work, experiment.replace("/", "_")))
+  print(f"{experiment} at batch {batch}: {loops + 1} loops of {loop} steps, "
+        "the first not timed", file=sys.stderr, flush=True)
   step_s = statistics.median(seconds_per_step(command))
   shown = " ".join(command).replace(work, "WORK")
   row = {"train_command": shown, "encoder": encoder_shape(experiment),

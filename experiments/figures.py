@@ -18,7 +18,7 @@ renders from it between markers, so a page and its file cannot drift apart
 
 A block's kind is one of `RENDERERS`; an inline figure's KEY is a dotted
 path into the file (`rows.0.stsb_dev`, list items by index), rendered as
-the file gives it. Paths are relative to the repository root.
+the file gives it, or in a format spec after a bar (`KEY|.2f`). Paths are relative to the repository root.
 
   python experiments/figures.py            # rewrite every block (and plot)
   python experiments/figures.py --check    # exit 1 if one differs
@@ -134,8 +134,7 @@ def _cpu_cell(result: Mapping) -> str:
   else the model with its ISA flags and cores."""
   if "flags" in result["cpu"]:
     return result["cpu"]
-  return (f"{result['cpu']} ({' '.join(result['cpu_flags'])}), "
-          f"{result['cores']} cores")
+  return f"{cpu_and_flags(result)}, {result['cores']} cores"
 
 
 def render_demo_time(results: Sequence[Mapping]) -> str:
@@ -491,10 +490,12 @@ RENDERERS: Dict[str, Callable[[Sequence[Mapping]], str]] = {
     "input_release": render_input_release}
 
 
-def render_inline(value) -> str:
+def render_inline(value, fmt: str = "") -> str:
+  """An inline figure: `value` as the file gives it, or `format(value,
+  fmt)`; a list's items joined by commas."""
   if isinstance(value, list):
-    return ", ".join(str(v) for v in value)
-  return str(value)
+    return ", ".join(render_inline(v, fmt) for v in value)
+  return format(value, fmt) if fmt else str(value)
 
 
 def render_document(text: str, root: str = REPO_ROOT) -> str:
@@ -508,8 +509,11 @@ def render_document(text: str, root: str = REPO_ROOT) -> str:
     results = [load(p, root) for p in m.group(3).split()]
     return m.group(1) + "\n" + RENDERERS[kind](results) + "\n" + m.group(5)
   text = BLOCK.sub(block, text)
-  return INLINE.sub(lambda m: m.group(1) + render_inline(
-      lookup(load(m.group(2), root), m.group(3))) + m.group(5), text)
+  def inline(m):
+    key, _, fmt = m.group(3).partition("|")
+    return (m.group(1) + render_inline(lookup(load(m.group(2), root), key),
+                                       fmt) + m.group(5))
+  return INLINE.sub(inline, text)
 
 
 def differing_documents(root: str = REPO_ROOT, write: bool = False

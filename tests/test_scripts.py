@@ -7,6 +7,7 @@ user's hands."""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -386,3 +387,24 @@ def test_the_demo_timer_writes_its_file_only_from_a_demo_that_ended(
     timer.main(["--seed=-1"])
   assert exit_info.value.code == 2
   assert "--seed must be 0 or more" in capsys.readouterr().err
+
+
+def test_the_recipe_cost_times_each_loop_but_the_first(capfd):
+  """benchmarks/recipe_cost.py reads `train`'s progress lines as they come:
+  the first loop (tracing) is left out, each other loop's seconds per step
+  is kept and said on stderr; a failed or too short run is an error."""
+  cost = _benchmark("recipe_cost")
+  train = ("import sys, time\n"
+           "for step in (10, 20, 30):\n"
+           "  print(f'step {step}/30 (1%) | loss 7.1', flush=True)\n"
+           "  time.sleep(0.3)\n"
+           "sys.exit(int(sys.argv[1]))\n")
+  per_step = cost.seconds_per_step(["python", "-c", train, "0"])
+  assert len(per_step) == 2 and min(per_step) >= 0.025  # 0.3 s / 10 steps
+  err = capfd.readouterr().err
+  assert "step 10/30: the first loop, not timed" in err
+  assert re.search(r"step 30/30: \d+\.\d{3} s/step", err)
+  with pytest.raises(SystemExit, match="train failed with status 3"):
+    cost.seconds_per_step(["python", "-c", train, "3"])
+  with pytest.raises(SystemExit, match="Too few loops to time"):
+    cost.seconds_per_step(["python", "-c", "print('step 10/10 (100%)')"])

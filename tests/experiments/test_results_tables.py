@@ -196,12 +196,14 @@ def test_a_figure_that_drifts_from_its_file_is_caught(tmp_path):
                                      (32, "peer", 30.0), (32, "ours", 60.4))]}
   _write(root, "r.json", json.dumps(result))
   page = ("# P\n\n<!-- figures:speed r.json -->\n<!-- /figures -->\n\n"
-          "It scores <!-- figure:r.json:rows.0.stsb_dev -->?<!-- /figure -->."
+          "It scores <!-- figure:r.json:rows.0.stsb_dev -->?<!-- /figure -->"
+          " (<!-- figure:r.json:rows.3.sent_per_s|.0f -->?<!-- /figure -->)."
           "\n\n<!-- plot:speed figures/s.png r.json -->\n<!-- /plot -->\n")
   rendered = plots.render_document(figures.render_document(page, root), root,
                                    write=True)
   assert "| `ours` | 20 | 60 | 80.00 | 1.000 | n/a | n/a |" in rendered
   assert "It scores <!-- figure:r.json:rows.0.stsb_dev -->80.0<!--" in rendered
+  assert "sent_per_s|.0f -->60<!-- /figure -->)." in rendered  # 60.4
   assert "commit `abc`; Some CPU (avx2), 2 cores; 2026-11-27" in rendered
   assert plots.stale_plots(rendered, root) == []
   png = os.path.join(root, "figures", "s.png")
