@@ -103,19 +103,26 @@ def main():
                f"--stage_steps={args.steps},{args.steps}"]
     process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
-    stage, previous, per_step = 0, None, {1: [], 2: []}
+    stage, previous, per_step, lines = 0, None, {1: [], 2: []}, []
     for line in process.stdout:
+      lines.append(line)
       match = PROGRESS.match(line)
       if not match:
         continue
       now, step = time.perf_counter(), int(match.group(1))
       if previous is None or step <= previous[1]:  # a stage's first loop
         stage += 1
+        print(f"stage {stage}: step {step}, the first loop, not timed",
+              file=sys.stderr, flush=True)
       elif stage in per_step:
         per_step[stage].append((now - previous[0]) / (step - previous[1]))
+        print(f"stage {stage}: step {step}, "
+              f"{per_step[stage][-1] * 1e3:.1f} ms/step", file=sys.stderr,
+              flush=True)
       previous = (now, step)
     if process.wait():
-      raise SystemExit(f"stages failed with status {process.returncode}.")
+      raise SystemExit(f"stages failed with status {process.returncode}:\n"
+                       + "".join(lines[-20:]))
   if not (per_step[1] and per_step[2]):
     raise SystemExit("Too few loops to time: raise --steps.")
   stage1, stage2 = (statistics.median(per_step[k]) for k in (1, 2))
