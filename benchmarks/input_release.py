@@ -96,11 +96,15 @@ def trial_in_a_fresh_process(arm: str, steps: int, wait: float, busy: int):
     completed = subprocess.run(
         [sys.executable, os.path.abspath(__file__), f"--one_trial={arm}",
          f"--steps={steps}", f"--waits={wait}"], capture_output=True,
-        text=True, check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        text=True, check=False, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   finally:
     for spinner in spinners:
       spinner.kill()
       spinner.wait()
+  if completed.returncode:
+    raise SystemExit(f"the {arm} trial failed with status "
+                     f"{completed.returncode}:\n"
+                     + completed.stderr.strip()[-2000:])
   return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
