@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,10 +30,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from cmlm.data_pipelines.atomic_file import write_json  # noqa: E402
 from cmlm.experiments import unit_provenance  # noqa: E402
+from cmlm.experiments.command_runs import run_streamed  # noqa: E402
 from cmlm.experiments.figures import render_pages  # noqa: E402
 
 REPO_ROOT = unit_provenance.REPO_ROOT
-QUIET_LOAD = 0.5
+QUIET_LOAD = unit_provenance.QUIET_LOAD
 SEEDS_DIR = os.path.join(REPO_ROOT, "docs", "results", "demo")
 
 
@@ -55,19 +55,6 @@ def parse_args(argv=None):
   if args.train_steps is not None and args.train_steps < 1:
     parser.error(f"--train_steps must be 1 or more, not {args.train_steps}.")
   return args
-
-
-def run_streamed(command) -> tuple:
-  """(exit status, stdout) of `command`; its stdout and stderr are passed
-  on to stderr as they come."""
-  process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-  lines = []
-  for line in process.stdout:
-    lines.append(line)
-    sys.stderr.write(line)
-    sys.stderr.flush()
-  return process.wait(), "".join(lines)
 
 
 def last_json_line(output: str):

@@ -49,10 +49,8 @@ from cmlm.experiments import unit_provenance  # noqa: E402
 CORPUS = "data/corpus_en"
 VOCAB = os.path.join(REPO_ROOT, "data", "vocab_en_uncased.txt")
 PROGRESS = re.compile(r"^step (\d+)/(\d+) ")
+QUIET_LOAD = unit_provenance.QUIET_LOAD
 # (experiment, its YAML copy, its global batch, its train_steps)
-# The 1-minute load below which the machine counts as quiet (as for the
-# other benchmarks).
-QUIET_LOAD = 0.5
 RECIPES = {"cmlm/en_workstation": ("cmlm_en_workstation.yaml", 32, 4_000),
            "cmlm/en_base": ("cmlm_en_base.yaml", 2048, 1_000_000)}
 

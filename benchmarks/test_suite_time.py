@@ -35,7 +35,6 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,10 +42,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from cmlm.experiments import unit_provenance  # noqa: E402
+from cmlm.experiments.command_runs import run_streamed  # noqa: E402
 from cmlm.experiments.figures import render_pages  # noqa: E402
 
 REPO_ROOT = unit_provenance.REPO_ROOT
-QUIET_LOAD = 0.5
+QUIET_LOAD = unit_provenance.QUIET_LOAD
 # pytest's last line: "12 failed, 960 passed, 5 skipped in 1234.56s (...)".
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 
@@ -120,21 +120,6 @@ def worker_times(folder: str, top: int = 15) -> dict:
           "slowest_files": [{"file": path, "seconds": round(seconds, 1)}
                             for path, seconds in sorted(
                                 files.items(), key=lambda x: -x[1])[:top]]}
-
-
-def run_streamed(command, env) -> tuple:
-  """Runs `command` in the repository, its output (stdout and stderr
-  together) passed on to this process's stderr line by line as it comes:
-  pytest's progress. Returns (exit status, the output)."""
-  lines = []
-  with subprocess.Popen(command, cwd=REPO_ROOT, env=env, text=True,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT) as process:
-    for line in process.stdout:
-      lines.append(line)
-      sys.stderr.write(line)
-      sys.stderr.flush()
-  return process.returncode, "".join(lines)
 
 
 def check_workers(workers: int) -> None:

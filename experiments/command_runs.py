@@ -2,6 +2,7 @@
 
   cmlm("train", "--experiment=...", ...)   # shown, then run; fails loudly
   import_minilm(path)                      # all-MiniLM-L6-v2, imported
+  run_streamed(command)                    # (status, output), passed on
 """
 import os
 import subprocess
@@ -15,6 +16,21 @@ def cmlm(*arguments):
   command = [sys.executable, "-m", "cmlm", *arguments]
   print("$", " ".join(command), flush=True)
   subprocess.run(command, cwd=REPO_ROOT, check=True)
+
+
+def run_streamed(command, env=None) -> tuple:
+  """Runs `command` in the repository, its output (stdout and stderr
+  together) passed on to this process's stderr line by line as it comes
+  (a long job's progress). Returns (exit status, the output)."""
+  lines = []
+  with subprocess.Popen(command, cwd=REPO_ROOT, env=env, text=True,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT) as process:
+    for line in process.stdout:
+      lines.append(line)
+      sys.stderr.write(line)
+      sys.stderr.flush()
+  return process.returncode, "".join(lines)
 
 
 def import_minilm(path, seq_length=64):

@@ -18,7 +18,8 @@ renders from it between markers, so a page and its file cannot drift apart
 
 A block's kind is one of `RENDERERS`; an inline figure's KEY is a dotted
 path into the file (`rows.0.stsb_dev`, list items by index), rendered as
-the file gives it, or in a format spec after a bar (`KEY|.2f`). Paths are relative to the repository root.
+the file gives it, or in a format spec after a bar (`KEY|.2f`). Paths are
+relative to the repository root.
 
   python experiments/figures.py            # rewrite every block (and plot)
   python experiments/figures.py --check    # exit 1 if one differs

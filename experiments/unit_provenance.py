@@ -37,6 +37,9 @@ CODE_FOLDERS = ("cmlm", "data_pipelines", "modeling", "objectives",
                 "training", "inference", "export", "evaluation",
                 "experiments", "projects", "data", "benchmarks")
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "amx_tile")
+# The 1-minute load at a timing's start below which the machine counts as
+# quiet, and its figures as speed figures.
+QUIET_LOAD = 0.5
 FIELDS = ("arm", "seed", "commit", "code_modified", "cpu", "isa", "cores",
           "date", "load_1min", "command")
 # The commit this process first read; its code is what is loaded.
