@@ -66,6 +66,7 @@ def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
   worker = getattr(item.config, "workerinput", {}).get("workerid")
   if _TEST_TIMES and worker:
     own, children = (round(b - a, 3) for a, b in zip(cpu, _cpu_seconds()))
+    os.makedirs(_TEST_TIMES, exist_ok=True)  # set by hand, not by the script
     with open(os.path.join(_TEST_TIMES, f"{worker}.jsonl"), "a",
               encoding="utf-8") as f:
       f.write(json.dumps({"test": item.nodeid, "start": start,

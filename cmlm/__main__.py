@@ -43,7 +43,9 @@ Each command is a module of cmlm/commands/ with its own flags: run
 is an error. Errors in what you give (a flag, a path, a file, a config
 value), a truncated or damaged file, and a full disk or a read-only target,
 print one line and exit with status 2 (nothing half-written is left); set
-CMLM_DEBUG=1 to see the traceback instead. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
+CMLM_DEBUG=1 to see the traceback instead. A flag a command cannot run
+without, and an input or output path that cannot be used, are said before
+TensorFlow loads, within a second. SIGTERM and Ctrl-C (SIGINT) stop a command cleanly (what
 it was writing removed; training saves a checkpoint first), with one line
 and status 143 or 130; a second Ctrl-C stops it at once.
 """

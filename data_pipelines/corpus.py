@@ -22,8 +22,8 @@ import glob
 import gzip
 import os
 import zlib
-from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence
-from typing import Tuple
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional
+from typing import Sequence, Tuple
 
 from cmlm.data_pipelines import sentence_splitter
 from cmlm.data_pipelines import text_lines
@@ -69,6 +69,35 @@ def _text_files_under(directory: str) -> List[str]:
                  if name.endswith(TEXT_FILE_SUFFIXES)
                  and name not in METADATA_FILE_NAMES)
   return sorted(found)
+
+
+def parse_language_corpora(spec: str) -> Dict[str, str]:
+  """A multilingual `--input`, 'en=path,de=path2' -> {'en': 'path',
+  'de': 'path2'} (a language named twice: its paths joined by commas, a
+  path spec of `expand_path_spec`); ValueError, one sentence, for a part
+  that is not LANGUAGE=PATH."""
+  languages = {}
+  for part in (p.strip() for p in spec.split(",") if p.strip()):
+    lang, sep, path = part.partition("=")
+    if not sep or not lang or not path:
+      raise ValueError(f"{part!r} is not LANGUAGE=PATH; a multilingual "
+                       "--input reads 'en=corpus_en/,de=corpus_de.txt'.")
+    languages.setdefault(lang, []).append(path)
+  return {lang: ",".join(paths) for lang, paths in languages.items()}
+
+
+def check_path_spec(path_spec: str) -> None:
+  """A corpus `--input` checked before any is read (and before TensorFlow
+  loads): a path spec, or a multilingual `LANG=PATH,...` one, whose every
+  path, glob and directory gives files (`expand_path_spec`'s CorpusError,
+  or ValueError for a part that is not LANG=PATH). A remote spec
+  (`gs://...`) is left to its reader."""
+  if "://" in str(path_spec):
+    return
+  specs = (parse_language_corpora(path_spec).values() if "=" in path_spec
+           else [path_spec])
+  for spec in specs:
+    expand_path_spec(spec)
 
 
 def expand_path_spec(path_spec: str) -> List[str]:

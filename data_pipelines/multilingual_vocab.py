@@ -77,18 +77,6 @@ def build_multilingual_vocab(language_texts: Mapping[str, Iterable[str]],
   return vocab
 
 
-def parse_language_corpora(spec: str) -> Dict[str, str]:
-  """'en=path,de=path2' -> {'en': 'path', 'de': 'path2'}."""
-  languages = {}
-  for part in (p.strip() for p in spec.split(",") if p.strip()):
-    lang, sep, path = part.partition("=")
-    if not sep or not lang or not path:
-      raise ValueError(f"{part!r} is not LANGUAGE=PATH; a multilingual "
-                       "--input reads 'en=corpus_en/,de=corpus_de.txt'.")
-    languages.setdefault(lang, []).append(path)
-  return {lang: ",".join(paths) for lang, paths in languages.items()}
-
-
 def build_vocab_from_language_corpora(spec: str, output_path: str,
                                       vocab_size: int,
                                       smoothing_exponent: float = 0.3,
@@ -101,7 +89,7 @@ def build_vocab_from_language_corpora(spec: str, output_path: str,
   vocabulary.check_vocab_size(vocab_size)
   check_smoothing_exponent(smoothing_exponent)
   texts = {}
-  for lang, path_spec in parse_language_corpora(spec).items():
+  for lang, path_spec in corpus.parse_language_corpora(spec).items():
     texts[lang] = list(corpus.read_documents(
         path_spec, skip_invalid_lines=skip_invalid_lines,
         how_to_skip="pass --skip_invalid_lines"))

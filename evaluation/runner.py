@@ -30,6 +30,7 @@ from cmlm.evaluation import provenance
 from cmlm.evaluation import report as report_lib
 from cmlm.evaluation import tasks as tasks_lib
 from cmlm.evaluation.task_data import EvalOptions
+from cmlm.inference import input_paths
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DOC = "docs/benchmark_data.md"
@@ -228,9 +229,7 @@ def evaluate(model: str, task_names: Sequence[str], options: EvalOptions,
                             "should hold the benchmarks in SentEval's layout "
                             f"({DATA_DOC}).")
   if not model:
-    raise ValueError("--model is required: a training model_dir, an export "
-                     "directory, a SavedModel, or "
-                     "ENCODER_DIR,PREPROCESSOR_DIR.")
+    raise ValueError(f"--model is required: {input_paths.MODEL_KINDS}.")
   report = run_evaluation(model, task_names, options, data_dir, task_data,
                           checkpoint=checkpoint, command_line=command_line,
                           mteb_task_names=mteb_task_names,

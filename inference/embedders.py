@@ -88,9 +88,7 @@ def load_embedder(model: Union[str, run_record.RunRecord],
   """
   model_name, checkpoint_name, backend_name, quantized_name = names
   if not model:
-    raise ValueError(f"{model_name} is required: a training model_dir, an "
-                     "export directory, a SavedModel, or "
-                     "ENCODER_DIR,PREPROCESSOR_DIR.")
+    raise ValueError(f"{model_name} is required: {input_paths.MODEL_KINDS}.")
   if backend not in (None, "auto") + BACKENDS:
     raise ValueError(f"{backend_name} must be auto or one of "
                      f"{', '.join(BACKENDS)}, got {backend!r}.")

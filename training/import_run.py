@@ -70,15 +70,19 @@ class ImportResult:
   notes: List[str] = dataclasses.field(default_factory=list)
 
 
+def _check_source_given(source: str) -> None:
+  if not source:
+    raise ValueError("--source is required: a Hugging Face model directory, "
+                     "a Model Garden checkpoint or a TF-Hub encoder "
+                     "(ENCODER_DIR[,PREPROCESSOR_DIR]).")
+
+
 def read_source(source: str, source_format: Optional[str] = None,
                 vocab_file: Optional[str] = None,
                 lower_case: Optional[bool] = None
                 ) -> encoder_weights.ImportedEncoder:
   """Reads `source` in `source_format` (guessed when None)."""
-  if not source:
-    raise ValueError("--source is required: a Hugging Face model directory, "
-                     "a Model Garden checkpoint or a TF-Hub encoder "
-                     "(ENCODER_DIR[,PREPROCESSOR_DIR]).")
+  _check_source_given(source)
   if source_format not in (None,) + FORMATS:
     raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got "
                      f"{source_format!r}.")
@@ -173,6 +177,7 @@ def import_model(source: str, model_dir: str,
   if os.path.lexists(model_dir) and not overwrite:
     raise FileExistsError(f"{model_dir} already exists; pass --overwrite to "
                           "replace it, or choose another --model_dir.")
+  _check_source_given(source)  # before its name and license are read
   origin = source_info(source, source_name, source_license)
   imported = read_source(source, source_format, vocab_file, lower_case)
   vocabulary.load_vocab(imported.vocab_file)  # one clear error if unusable

@@ -11,6 +11,8 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.commands import training_exits
+from cmlm.data_pipelines import atomic_file
+from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("model_dir", None, "Where the run goes (default "
@@ -34,6 +36,9 @@ def main(argv) -> None:
                      f"{FLAGS.train_steps}.")
   if FLAGS.seed < 0:
     raise ValueError(f"--seed must be 0 or more, got {FLAGS.seed}.")
+  atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
+  if FLAGS.stsb_dev:
+    input_paths.check_file(FLAGS.stsb_dev, "--stsb_dev")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import demo  # pylint: disable=g-import-not-at-top
   stsb_dev = FLAGS.stsb_dev or demo.demo_measures.STSB_DEV

@@ -23,6 +23,7 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.data_pipelines import atomic_file
+from cmlm.inference import embedding_outputs
 from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
@@ -87,11 +88,15 @@ flags.DEFINE_bool("overwrite", False, "Replace --output when it exists.",
 
 def main(argv) -> None:
   flag_parsing.parse("encode", __doc__, FLAGS, argv)
+  # What it is given, said before TensorFlow loads.
   if FLAGS.output != "-":
     atomic_file.check_output_path(FLAGS.output, "--output", False)
-  if FLAGS.model:  # a wrong path said before TensorFlow loads
-    input_paths.check_model(FLAGS.model)
-  if FLAGS.input and FLAGS.input != "-":
+  embedding_outputs.check_output(FLAGS.output, FLAGS.output_format,
+                                 FLAGS.overwrite)
+  input_paths.check_model(FLAGS.model)
+  flag_parsing.require(FLAGS, "input", "a .txt (one sentence a line), "
+                       ".jsonl, .csv or .tsv file, or - for standard input")
+  if FLAGS.input != "-":
     input_paths.check_file(FLAGS.input, "--input", remote=True)
   if FLAGS.calibration:  # a remote .npy is refused by its reader
     input_paths.check_file(FLAGS.calibration, "--calibration", remote=True)

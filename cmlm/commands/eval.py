@@ -91,8 +91,7 @@ flags.DEFINE_integer("langdist_size", 200, "langdist: sentences per language "
 
 def main(argv) -> dict:
   flag_parsing.parse("eval", __doc__, FLAGS, argv)
-  if FLAGS.model:  # a wrong path said before TensorFlow loads
-    input_paths.check_model(FLAGS.model)
+  input_paths.check_model(FLAGS.model)  # said before TensorFlow loads
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.evaluation import runner  # pylint: disable=g-import-not-at-top
   from cmlm.evaluation.task_data import EvalOptions  # pylint: disable=g-import-not-at-top

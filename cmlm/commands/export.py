@@ -112,9 +112,14 @@ def main(argv) -> None:
   atomic_file.check_output_path(FLAGS.export_dir, "--export_dir", True)
   atomic_file.check_output_path(FLAGS.package_dir, "--package_dir", True)
   options = card_options()  # before TensorFlow loads, and before any work
+  flag_parsing.require(FLAGS, "export_dir", "where the SavedModels go")
   if FLAGS.model_dir:
     input_paths.check_model(FLAGS.model_dir, "--model_dir")
+  elif not FLAGS.checkpoint:
+    raise flag_parsing.UsageError("--model_dir is required: the training run "
+                                  "to export (or its --checkpoint).")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from cmlm.export import artifacts  # pylint: disable=g-import-not-at-top
   from cmlm.export import exporter  # pylint: disable=g-import-not-at-top
   from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top
   from cmlm.export import packaging  # pylint: disable=g-import-not-at-top
@@ -122,6 +127,7 @@ def main(argv) -> None:
   from cmlm.training import atomic  # pylint: disable=g-import-not-at-top
   if FLAGS.package_dir:  # refused before the export, not after
     atomic.check_writable([FLAGS.package_dir], FLAGS.overwrite)
+  artifacts.parse_formats(FLAGS.formats)  # before the run is read
   model_dir = FLAGS.model_dir or os.path.dirname(
       (FLAGS.checkpoint or "").rstrip("/"))
   run = None

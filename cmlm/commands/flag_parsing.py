@@ -12,6 +12,8 @@ from typing import List, Sequence
 from absl import flags
 from absl import logging
 
+from cmlm.inference import input_paths
+
 HELP_ARGUMENTS = ("-h", "-help", "--help", "--helpshort", "--helpfull")
 MODEL_GARDEN_MODULE = "official.common.flags"
 
@@ -84,6 +86,34 @@ def _model_garden_flag_values(tfm_flags) -> flags.FlagValues:
         delattr(global_flags, name)
     _MODEL_GARDEN_FLAGS.append(defined)
   return _MODEL_GARDEN_FLAGS[0]
+
+
+def require(flag_values: flags.FlagValues, name: str, what: str) -> None:
+  """`--name` was given; UsageError "--name is required: `what`." otherwise.
+  Called before TensorFlow loads, so that a command missing what it needs
+  says so at once rather than seconds later.
+
+  Examples:
+    >>> require(FLAGS, "model_dir", "where the imported run goes")
+    # UsageError: --model_dir is required: where the imported run goes.
+  """
+  if not flag_values[name].value:
+    raise UsageError(f"--{name} is required: {what}.")
+
+
+def check_training_flags(flag_values: flags.FlagValues,
+                         experiment: bool = True) -> None:
+  """What `train` (and `stages`, `experiment=False`: its schedule names
+  the experiment) cannot run without, said before TensorFlow loads:
+  --experiment, --model_dir, and each --config_file a file (a remote one is
+  left to its reader)."""
+  if experiment:
+    require(flag_values, "experiment",
+            "a registered experiment, e.g. --experiment=cmlm/tiny")
+  require(flag_values, "model_dir",
+          "checkpoints and summaries go there, and a run resumes from it")
+  for path in flag_values.config_file or ():
+    input_paths.check_file(path, "--config_file", remote=True)
 
 
 def help_text(command: str, doc: str, flag_values: flags.FlagValues) -> str:

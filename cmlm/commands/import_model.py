@@ -15,6 +15,7 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.data_pipelines import atomic_file
+from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("source", None, "A Hugging Face BERT directory "
@@ -52,6 +53,12 @@ flags.DEFINE_string("source_license", None, "The source's license, an SPDX "
 def main(argv) -> None:
   flag_parsing.parse("import", __doc__, FLAGS, argv)
   atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
+  # What the import needs, said before TensorFlow loads.
+  flag_parsing.require(FLAGS, "source", "a Hugging Face model directory, a "
+                       "Model Garden checkpoint or a TF-Hub encoder "
+                       "(ENCODER_DIR[,PREPROCESSOR_DIR])")
+  flag_parsing.require(FLAGS, "model_dir", "where the imported run goes")
+  input_paths.check_model(FLAGS.source, "--source", checkpoint_prefix=True)
   source_license = FLAGS.source_license
   if source_license:  # one line for a bad value, before any work
     from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top

@@ -7,6 +7,7 @@ r"""Fit each language's principal component for a trained model, section 5.2
 from absl import flags
 
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import corpus
 from cmlm.inference import input_paths
 
 FLAGS = flag_parsing.command_flags(__name__)
@@ -23,8 +24,15 @@ flags.DEFINE_string("checkpoint", None, "A checkpoint prefix, e.g. "
 
 def main(argv) -> None:
   flag_parsing.parse("pcr", __doc__, FLAGS, argv)
-  if FLAGS.model_dir:  # a wrong path said before TensorFlow loads
-    input_paths.check_model(FLAGS.model_dir, "--model_dir")
+  # What it is given, said before TensorFlow loads.
+  flag_parsing.require(FLAGS, "model_dir", "the training run whose "
+                       "components are fitted (they are saved there)")
+  input_paths.check_model(FLAGS.model_dir, "--model_dir")
+  flag_parsing.require(FLAGS, "input", "LANG=FILE,LANG=FILE, the sentences "
+                       "of each language, one a line")
+  for paths in corpus.parse_language_corpora(FLAGS.input).values():
+    for path in paths.split(","):
+      input_paths.check_file(path, "--input")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import pcr  # pylint: disable=g-import-not-at-top
   pcr.fit_for_model(FLAGS.model_dir, FLAGS.input, FLAGS.sample_size,

@@ -37,6 +37,7 @@ flags.DEFINE_enum("strategy", None, STRATEGIES,
 def main(argv) -> None:
   flag_parsing.parse("stages", __doc__, FLAGS, argv)
   atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
+  flag_parsing.check_training_flags(FLAGS, experiment=False)
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import stages  # pylint: disable=g-import-not-at-top
   try:

@@ -49,6 +49,7 @@ flags.DEFINE_string("eval_data_dir", None,
 def main(argv) -> None:
   flag_parsing.parse("train", __doc__, FLAGS, argv)
   atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
+  flag_parsing.check_training_flags(FLAGS)
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import run_config  # pylint: disable=g-import-not-at-top
   from cmlm.training import train  # pylint: disable=g-import-not-at-top

@@ -15,6 +15,7 @@ from absl import flags
 
 from cmlm.commands import flag_parsing
 from cmlm.data_pipelines import atomic_file
+from cmlm.data_pipelines import corpus
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("input", None, "The corpus: a file, a directory, a glob "
@@ -45,6 +46,7 @@ def main(argv) -> None:
     raise FileExistsError(f"{FLAGS.output} already exists; pass --overwrite "
                           "to replace it (a run trained with it would no "
                           "longer match its tokens).")
+  corpus.check_path_spec(FLAGS.input)  # before TensorFlow loads
   # pylint: disable=g-import-not-at-top
   from cmlm.data_pipelines import multilingual_vocab
   from cmlm.data_pipelines import vocabulary

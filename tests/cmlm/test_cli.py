@@ -16,6 +16,7 @@ import pytest
 from cmlm.commands import CORE_COMMANDS
 from cmlm.commands import flag_parsing
 from cmlm.commands import train as train_command
+from cmlm.inference import input_paths
 from tests import helpers
 
 REPO_ROOT = helpers.REPO_ROOT
@@ -257,6 +258,71 @@ def test_a_model_or_input_that_is_not_there_is_refused_first(tmp_path):
   ]
   _assert_refused_before_tensorflow(cases)
   assert sorted(os.listdir(tmp_path)) == ["sentences.txt"]
+
+
+def test_what_a_command_cannot_run_without_is_refused_first(tmp_path):
+  """A flag a command needs and was not given, a model that is a file, a
+  --config_file, corpus, --stsb_dev or pcr input that is not there: one
+  line naming the flag, before TensorFlow loads and any work (`import`
+  without --source used to fail with a TypeError's traceback)."""
+  notes = tmp_path / "notes.txt"
+  notes.write_text("mine\n")
+  run, missing = str(tmp_path / "run"), str(tmp_path / "missing")
+  training_dir = ("--model_dir is required: checkpoints and summaries go "
+                  "there, and a run resumes from it.")
+  source = ("a Hugging Face model directory, a Model Garden checkpoint or a "
+            "TF-Hub encoder (ENCODER_DIR[,PREPROCESSOR_DIR]).")
+  output, model = f"--output={tmp_path}/e.npy", f"--model={tmp_path}"
+  cases = [
+      (["train"], "--experiment is required: a registered experiment, e.g. "
+       "--experiment=cmlm/tiny."),
+      (["train", "--experiment=cmlm/tiny"], training_dir),
+      (["train", "--experiment=cmlm/tiny", f"--model_dir={run}",
+        f"--config_file={missing}.yaml"],
+       f"--config_file={missing}.yaml is not a file."),
+      (["stages", "--schedule=s1"], training_dir),
+      (["import", f"--model_dir={run}"], f"--source is required: {source}"),
+      (["import", f"--source={missing}", f"--model_dir={run}"],
+       f"--source={missing} does not exist."),
+      (["import", f"--source={notes}", f"--model_dir={run}"],
+       f"--source={notes} is not a directory."),
+      (["export", f"--model_dir={tmp_path}"],
+       "--export_dir is required: where the SavedModels go."),
+      (["export", f"--export_dir={tmp_path}/export"],
+       "--model_dir is required: the training run to export (or its "
+       "--checkpoint)."),
+      (["encode", model, f"--input={notes}"], "--output is required: the "
+       ".npy, .jsonl or .parquet file to write."),
+      (["encode", model, f"--input={notes}", f"--output={tmp_path}/e.txt"],
+       f"--output={tmp_path}/e.txt: name a .npy, .jsonl or .parquet file, or "
+       "set --output_format."),
+      (["encode", f"--input={notes}", output],
+       f"--model is required: {input_paths.MODEL_KINDS}."),
+      (["encode", f"--model={notes}", f"--input={notes}", output],
+       f"--model={notes} is not a directory."),
+      (["encode", model, output], "--input is required: a .txt (one "
+       "sentence a line), .jsonl, .csv or .tsv file, or - for standard "
+       "input."),
+      (["eval", "--tasks=sts-b"],
+       f"--model is required: {input_paths.MODEL_KINDS}."),
+      (["pcr", f"--input=en={notes}"], "--model_dir is required: the "
+       "training run whose components are fitted (they are saved there)."),
+      (["pcr", f"--model_dir={tmp_path}"], "--input is required: "
+       "LANG=FILE,LANG=FILE, the sentences of each language, one a line."),
+      (["pcr", f"--model_dir={tmp_path}", f"--input=en={notes},de={missing}"],
+       f"--input={missing} is not a file."),
+      (["vocab", f"--input={missing}", f"--output={tmp_path}/vocab.txt"],
+       f"The corpus path {missing!r} does not exist."),
+      (["vocab", f"--input=en={notes},de={missing}",
+        f"--output={tmp_path}/vocab.txt"],
+       f"The corpus path {missing!r} does not exist."),
+      (["demo", f"--model_dir={notes}"],
+       f"--model_dir={notes} is a file; name a directory."),
+      (["demo", f"--model_dir={run}", f"--stsb_dev={missing}.csv"],
+       f"--stsb_dev={missing}.csv is not a file."),
+  ]
+  _assert_refused_before_tensorflow(cases)
+  assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
 
 
 def test_model_garden_flags_of_train_parse_as_in_model_garden():

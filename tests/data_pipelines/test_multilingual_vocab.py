@@ -1,6 +1,7 @@
 """Multilingual vocabulary with language smoothing (paper section 4.4)."""
 import pytest
 
+from cmlm.data_pipelines import corpus
 from cmlm.data_pipelines import multilingual_vocab
 
 
@@ -37,7 +38,7 @@ def test_vocabulary_is_cased_by_default():
 
 
 def test_language_spec_errors_are_clear():
-  assert multilingual_vocab.parse_language_corpora("en=a,de=b,en=c") == {
+  assert corpus.parse_language_corpora("en=a,de=b,en=c") == {
       "en": "a,c", "de": "b"}
   with pytest.raises(ValueError, match="is not LANGUAGE=PATH"):
-    multilingual_vocab.parse_language_corpora("en=a,justapath")
+    corpus.parse_language_corpora("en=a,justapath")

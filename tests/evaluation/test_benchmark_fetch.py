@@ -142,7 +142,10 @@ def fixture_server():
   server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
   server.files, server.requests, server.cut_once = {}, [], set()
   server.stall, server.truncated = {}, set()
-  thread = threading.Thread(target=server.serve_forever, daemon=True)
+  # shutdown() waits for serve_forever to look again: every 0.05 s, not
+  # every 0.5 s (its default), a wait each test would pay.
+  thread = threading.Thread(target=server.serve_forever, args=(0.05,),
+                            daemon=True)
   thread.start()
   try:
     yield server

@@ -31,3 +31,26 @@ def test_each_local_part_of_a_model_must_exist(tmp_path):
     input_paths.check_model(f"{encoder},{missing}")
   assert str(raised.value) == (
       f"--model={encoder},{missing}: {missing} does not exist.")
+
+
+def test_a_model_is_given_and_each_part_a_directory_or_a_checkpoint(tmp_path):
+  """Every kind of model is a directory; `import --source` also takes a
+  checkpoint's prefix (its .index beside it). No model: the flag is
+  required."""
+  notes = tmp_path / "notes.txt"
+  notes.write_text("mine\n")
+  (tmp_path / "ckpt-20.index").write_bytes(b"")
+  for given, line in [
+      ("", f"--model is required: {input_paths.MODEL_KINDS}."),
+      (str(notes), f"--model={notes} is not a directory."),
+      (f"{tmp_path},{notes}", f"--model={tmp_path},{notes}: {notes} is not a "
+       "directory."),
+      (str(tmp_path / "ckpt-20"), f"--model={tmp_path / 'ckpt-20'} does not "
+       "exist.")]:
+    with pytest.raises((FileNotFoundError, ValueError)) as raised:
+      input_paths.check_model(given)
+    assert str(raised.value) == line
+  input_paths.check_model(str(tmp_path / "ckpt-20"), "--source",
+                          checkpoint_prefix=True)
+  with pytest.raises(FileNotFoundError, match="is not a directory"):
+    input_paths.check_model(str(notes), "--source", checkpoint_prefix=True)

@@ -65,9 +65,12 @@ def _bad_inputs(d):
         f"--model={d}/no_export", "--dask_workers=2"],
        f"--model={d}/no_export does not exist"),
       ([f"--source={d}/source.txt", f"--target_embeddings={d}/target.npy",
-        f"--model={d}/source.txt,{d}/no_preprocessor"],
-       f"--model={d}/source.txt,{d}/no_preprocessor: {d}/no_preprocessor "
-       "does not exist"),
+        f"--model={d},{d}/no_preprocessor"],
+       f"--model={d},{d}/no_preprocessor: {d}/no_preprocessor does not "
+       "exist"),
+      ([f"--source={d}/source.txt", f"--target_embeddings={d}/target.npy",
+        f"--model={d}/source.txt"], f"--model={d}/source.txt is not a "
+       "directory"),
   ]
 
 

@@ -261,6 +261,7 @@ def _edit_json(path, **changes):
 
 @pytest.mark.parametrize("damage, error, message", [
     ("no source", FileNotFoundError, "does not exist"),
+    ("source not given", ValueError, "^--source is required: "),
     ("roberta", ValueError, "only 'bert' can be imported"),
     ("foreign tensor", ValueError, "not those of a BERT encoder"),
     ("no vocab", FileNotFoundError, "needs its WordPiece vocab.txt"),
@@ -275,6 +276,8 @@ def test_bad_sources_fail_clearly_and_write_nothing(
   tensors, _ = tiny.write_tiny_bert(str(source))
   if damage == "no source":
     source = tmp_path / "missing"
+  elif damage == "source not given":
+    source = ""
   elif damage == "roberta":
     _edit_json(source / "config.json", model_type="roberta")
   elif damage == "foreign tensor":
@@ -298,7 +301,8 @@ def test_bad_sources_fail_clearly_and_write_nothing(
     (source / "pytorch_model.bin").write_bytes(b"not read")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails
   with pytest.raises(error, match=message):
-    importer.import_model(str(source), str(tmp_path / "out" / "model"))
+    importer.import_model(source and str(source),
+                          str(tmp_path / "out" / "model"))
   assert not (tmp_path / "out").exists()
 
 
