@@ -53,16 +53,17 @@ flags.DEFINE_string("source_license", None, "The source's license, an SPDX "
 def main(argv) -> None:
   flag_parsing.parse("import", __doc__, FLAGS, argv)
   atomic_file.check_output_path(FLAGS.model_dir, "--model_dir", True)
-  # What the import needs, said before TensorFlow loads.
+  # What it is given, said before TensorFlow loads and any work: the
+  # values first, then the paths.
+  source_license = FLAGS.source_license
+  if source_license:
+    from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top
+    source_license = run_facts.license_id(source_license, "--source_license")
   flag_parsing.require(FLAGS, "source", "a Hugging Face model directory, a "
                        "Model Garden checkpoint or a TF-Hub encoder "
                        "(ENCODER_DIR[,PREPROCESSOR_DIR])")
   flag_parsing.require(FLAGS, "model_dir", "where the imported run goes")
   input_paths.check_model(FLAGS.source, "--source", checkpoint_prefix=True)
-  source_license = FLAGS.source_license
-  if source_license:  # one line for a bad value, before any work
-    from cmlm.inference import run_facts  # pylint: disable=g-import-not-at-top
-    source_license = run_facts.license_id(source_license, "--source_license")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm.training import import_run  # pylint: disable=g-import-not-at-top
   result = import_run.import_model(

@@ -84,19 +84,24 @@ def test_the_command_refuses_what_it_would_do_wrong_before_reading(
   assert output.read_text() == "keep me\n"
   assert commands.run_command(argv + ["--overwrite"], capsys)[0] == 0
   assert output.read_text().startswith("[PAD]\n[UNK]\n")
-  missing = f"--input={tmp_path / 'none'}"  # read after the checks
+  # Not UTF-8: reading it would be an error of its own, so the answers
+  # below come before it is read.
+  unread = tmp_path / "unread.txt"
+  unread.write_bytes(b"\xff\xfe not text\n")
   assert commands.run_command(
-      ["vocab", missing, f"--output={tmp_path / 'v.txt'}", "--vocab_size=5"],
+      ["vocab", f"--input={unread}", f"--output={tmp_path / 'v.txt'}",
+       "--vocab_size=5"],
       capsys) == (2, [
           "cmlm vocab: error: vocab_size=5 must be more than the 5 reserved "
           "tokens ([PAD], [UNK], [CLS], [SEP], [MASK])."])
   assert commands.run_command(
-      ["vocab", f"--input=en={tmp_path / 'none'}",
-       f"--output={tmp_path / 'v.txt'}", "--smoothing_exponent=2"],
+      ["vocab", f"--input=en={unread}", f"--output={tmp_path / 'v.txt'}",
+       "--smoothing_exponent=2"],
       capsys) == (2, ["cmlm vocab: error: smoothing_exponent=2.0 must be in "
                       "[0, 1]."])
   assert commands.run_command(
-      ["vocab", missing, f"--output={tmp_path}"], capsys) == (2, [
+      ["vocab", f"--input={tmp_path / 'none'}", f"--output={tmp_path}"],
+      capsys) == (2, [
           f"cmlm vocab: error: --output={tmp_path} is a directory; name a "
           "file."])
   assert not (tmp_path / "v.txt").exists()
