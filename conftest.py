@@ -34,10 +34,12 @@ def _runs_tests(config) -> bool:
 
 def pytest_configure(config):
   """In a process that runs tests, before any is collected: the CPU split
-  into two logical devices. The controller never loads TensorFlow (seconds
+  into two logical devices, and CMLM_TEST_TIMES's folder made. The controller never loads TensorFlow (seconds
   of the run's start, before its workers start)."""
   if not _runs_tests(config):
     return
+  if _TEST_TIMES:  # also when set by hand, not by the timer
+    os.makedirs(_TEST_TIMES, exist_ok=True)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   cpus = tf.config.list_physical_devices("CPU")
   tf.config.set_logical_device_configuration(
@@ -66,7 +68,6 @@ def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
   worker = getattr(item.config, "workerinput", {}).get("workerid")
   if _TEST_TIMES and worker:
     own, children = (round(b - a, 3) for a, b in zip(cpu, _cpu_seconds()))
-    os.makedirs(_TEST_TIMES, exist_ok=True)  # set by hand, not by the script
     with open(os.path.join(_TEST_TIMES, f"{worker}.jsonl"), "a",
               encoding="utf-8") as f:
       f.write(json.dumps({"test": item.nodeid, "start": start,
