@@ -28,7 +28,10 @@ Below, a checkout's root joins this package's path, so `cmlm.modeling` is
 setuptools 81 and later have no `pkg_resources`, which tensorflow-hub 0.16.1
 imports (installing torch, for one, upgrades setuptools past it): without
 it, importing `tensorflow_hub` after `cmlm` raises `MissingPkgResources`, one
-line that says what to run, and the commands print that line.
+line that says what to run, and the commands print that line. With
+setuptools 80, the version requirements.txt keeps, its import instead warns
+that `pkg_resources` will go and to pin `setuptools<81`: the pin is already
+there, so that warning (and it alone) is not shown.
 
 Keras 2: Model Garden and `hub.KerasLayer` need it, and TensorFlow picks its
 Keras when it is first imported. Every module of the garden is inside this
@@ -40,6 +43,7 @@ import importlib.abc
 import importlib.util
 import os
 import sys
+import warnings
 
 if "tensorflow" in sys.modules and os.environ.get("TF_USE_LEGACY_KERAS") != "1":
   raise ImportError(
@@ -78,6 +82,9 @@ class _TensorflowHubGuard(importlib.abc.MetaPathFinder):
 
 if importlib.util.find_spec("pkg_resources") is None:
   sys.meta_path.insert(0, _TensorflowHubGuard())
+warnings.filterwarnings(
+    "ignore", message="pkg_resources is deprecated as an API",
+    category=UserWarning, module="tensorflow_hub")
 
 __version__ = "0.1.0"
 __all__ = ["SentenceEncoder", "mteb_model", "__version__"]
