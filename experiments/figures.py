@@ -144,7 +144,9 @@ def render_demo_time(results: Sequence[Mapping]) -> str:
            "|---|---|---|---|---|---|---|---|"]
   for r in results:
     f = r["figures"]
-    lines.append(f"| {r['seed']} | {r['wall_seconds'] / 60:.1f} min "
+    # The file's own minutes where it has them: the README quotes them.
+    minutes = r.get("wall_minutes", r["wall_seconds"] / 60)
+    lines.append(f"| {r['seed']} | {minutes:.1f} min "
                  f"({r['wall_seconds']} s) | {f['train_minutes']:.1f} min | "
                  f"{f['train_steps']} | {r['load']} | {_cpu_cell(r)} | "
                  f"`{r['commit']}` | {r['date']} |")
@@ -198,28 +200,61 @@ def render_demo_figures(results: Sequence[Mapping]) -> str:
            / r["figures"]["heldout_mlm_loss_trained"] for r in results]
   lines.append("| conditioning gain as a share of the trained held-out MLM "
                f"loss (%) | - | {_spread(share, '.1f')} | - |")
-  for label, trained, pooled, fmt in (
-      ("retrieval MRR", "retrieval_mrr_trained",
-       "retrieval_mrr_untrained_mean_pooled", "+.3f"),
-      ("STS-B dev", "stsb_dev_trained", "stsb_dev_untrained_mean_pooled",
-       "+.1f")):
+  family = [(label, fmt, [r["figures"][trained] - r["figures"][pooled]
+                          for r in results])
+            for label, trained, pooled, fmt in DEMO_AGAINST_MEAN_POOL]
+  for (label, fmt, differences), held in zip(family,
+                                             _holm_readings(family)):
     lines.append(f"| {label}, trained minus untrained mean pool: each seed; "
                  "mean, 95% t-interval over seeds | - | "
-                 + _against_seeds([r["figures"][trained] - r["figures"][pooled]
-                                   for r in results], fmt) + " | - |")
+                 + _against_seeds(differences, fmt) + held + " | - |")
   return "\n".join(lines) + "\n"
+
+
+# The demo's claim against the untrained weights read with mean pooling (a
+# bag of random word vectors): (label, trained key, mean-pool key, format),
+# one family for Holm's adjustment.
+DEMO_AGAINST_MEAN_POOL = (
+    ("retrieval MRR", "retrieval_mrr_trained",
+     "retrieval_mrr_untrained_mean_pooled", "+.3f"),
+    ("STS-B dev", "stsb_dev_trained", "stsb_dev_untrained_mean_pooled",
+     "+.1f"))
+
+
+def _reading(low: float, high: float) -> str:
+  """What a t-interval says: above or below 0, or level (it holds 0)."""
+  return "above" if low > 0 else "below" if high < 0 else "level"
 
 
 def _against_seeds(differences: Sequence[float], fmt: str) -> str:
   """Per-seed differences, their mean and t-interval over seeds, and what
-  the interval says (above, below or level), at this many seeds."""
+  the interval says (above, below or level) at this many seeds; under the
+  evidence protocol's 5 seeds, flagged as no verdict."""
   from cmlm.evaluation import statistics  # pylint: disable=g-import-not-at-top
+  from cmlm.experiments import evidence_protocol  # pylint: disable=g-import-not-at-top
   found = statistics.t_interval(differences)
   low, high = found["interval"]
-  reading = "above" if low > 0 else "below" if high < 0 else "level"
+  flag = ("" if len(differences) >= evidence_protocol.VERDICT_SEEDS else
+          f" ({evidence_protocol.MORE_SEEDS})")
   return (", ".join(format(d, fmt) for d in differences)
           + f"; {format(found['mean'], fmt)} [{format(low, fmt)}, "
-          f"{format(high, fmt)}]: {reading} over {len(differences)} seeds")
+          f"{format(high, fmt)}]: {_reading(low, high)} over "
+          f"{len(differences)} seeds{flag}")
+
+
+def _holm_readings(family) -> List[str]:
+  """For each (label, format, per-seed differences) of one family, at the
+  evidence protocol's 5 seeds or more: its paired t-test's p adjusted by
+  Holm over the family, and the verdict it gives ('' under 5 seeds)."""
+  from cmlm.experiments import evidence_protocol  # pylint: disable=g-import-not-at-top
+  if min(len(d) for _, _, d in family) < evidence_protocol.VERDICT_SEEDS:
+    return [""] * len(family)
+  rows = [{"per_seed": list(d), "difference": pystats.mean(d)}
+          for _, _, d in family]
+  evidence_protocol.holm_family(rows)
+  return [f"; Holm over the {len(rows)} rows: p {row['holm_p']:.3g}, "
+          + evidence_protocol.shown_verdict(row["holm_verdict"], None)
+          for row in rows]
 
 
 def _minutes(seconds: float) -> str:

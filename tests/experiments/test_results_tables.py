@@ -419,3 +419,42 @@ def test_the_input_release_table_shows_each_arm_s_waits_and_speeds(tmp_path):
                        "| no autotuning model | 1,200, 1,300 |"]
   assert "commit `abc`; Some CPU (avx2), 2 cores; 2026-11-28" in rendered
   assert figures.render_document(rendered, root) == rendered
+
+
+def test_the_demo_s_rows_against_the_mean_pool_give_a_verdict_at_5_seeds():
+  """The demo's table reads trained minus the untrained weights mean-pooled
+  by the evidence protocol: under 5 seeds every row says it is no verdict;
+  at 5, each row's t-interval and its paired t-test's p adjusted by Holm
+  over the table's two rows (step-down: beside a clear row a p under 0.05
+  stands; two p's between 0.025 and 0.05 are both level once adjusted)."""
+  def demo_run(seed, mrr_gap, sts_gap):
+    figures_ = {key: 0.5 for _, *keys, _, _ in figures.DEMO_ROWS
+                for key in keys if key}
+    figures_.update(conditioning_gain_ci95=[0.1, 0.2],
+                    retrieval_mrr_gain_ci95=[0.0, 0.1],
+                    retrieval_mrr_trained=0.5 + mrr_gap,
+                    stsb_dev_trained=0.5 + sts_gap)
+    return {"seed": seed, "figures": figures_}
+
+  def rows_against_mean_pool(mrr, sts):
+    runs = [demo_run(seed, m, s) for seed, (m, s) in enumerate(zip(mrr, sts))]
+    return [line for line in figures.render_demo_figures(runs).splitlines()
+            if "trained minus untrained mean pool" in line]
+  clear = [0.030, 0.031, 0.029, 0.032, 0.030]
+  borderline = [2.0, -0.1, 1.5, 0.9, 2.4]
+  assert 0.025 < statistics.paired_t_p(borderline) < 0.05
+  assert statistics.paired_t_p(clear) < 0.001
+  for mrr, sts, verdict in ((clear, borderline, "**above**"),
+                            ([d / 100 for d in borderline], borderline,
+                             "level")):
+    rows = rows_against_mean_pool(mrr, sts)
+    assert len(rows) == 2
+    for row in rows:
+      assert "above over 5 seeds; Holm over the 2 rows: p " in row, row
+      assert row.endswith(f", {verdict} | - |"), row
+      assert protocol.MORE_SEEDS not in row
+  three = rows_against_mean_pool(clear[:3], borderline[:3])
+  assert len(three) == 2
+  for row in three:
+    assert row.endswith(f"over 3 seeds ({protocol.MORE_SEEDS}) | - |"), row
+    assert "Holm" not in row
