@@ -221,11 +221,6 @@ DEMO_AGAINST_MEAN_POOL = (
      "+.1f"))
 
 
-def _reading(low: float, high: float) -> str:
-  """What a t-interval says: above or below 0, or level (it holds 0)."""
-  return "above" if low > 0 else "below" if high < 0 else "level"
-
-
 def _against_seeds(differences: Sequence[float], fmt: str) -> str:
   """Per-seed differences, their mean and t-interval over seeds, and what
   the interval says (above, below or level) at this many seeds; under the
@@ -234,11 +229,12 @@ def _against_seeds(differences: Sequence[float], fmt: str) -> str:
   from cmlm.experiments import evidence_protocol  # pylint: disable=g-import-not-at-top
   found = statistics.t_interval(differences)
   low, high = found["interval"]
+  reading = "above" if low > 0 else "below" if high < 0 else "level"
   flag = ("" if len(differences) >= evidence_protocol.VERDICT_SEEDS else
           f" ({evidence_protocol.MORE_SEEDS})")
   return (", ".join(format(d, fmt) for d in differences)
           + f"; {format(found['mean'], fmt)} [{format(low, fmt)}, "
-          f"{format(high, fmt)}]: {_reading(low, high)} over "
+          f"{format(high, fmt)}]: {reading} over "
           f"{len(differences)} seeds{flag}")
 
 
