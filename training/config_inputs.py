@@ -18,6 +18,8 @@ only fail on later, or silently ignore:
     own, under `task.objectives.<name>.train_data`; the task's two only say
     which split is which, so what a user sets there would be ignored.
 """
+import difflib
+import re
 from typing import Any, Dict, Iterator, Tuple
 
 import tensorflow as tf
@@ -29,6 +31,8 @@ from official.modeling.hyperparams import params_dict
 # float (params_dict adds the resolver to it when imported).
 _LOADER = yaml.FullLoader
 _PLACEHOLDER_DATA = ("train_data", "validation_data")
+# Model Garden's `override(..., is_strict=True)` on a key the config lacks.
+_UNKNOWN_KEY = re.compile(r"The key '([^']+)' does not exist in ")
 
 
 def read_config_file(path: str, flag: str = "--config_file") -> Dict:
@@ -79,6 +83,46 @@ def read_params_override(text: str) -> Dict:
     raise ValueError(f"--params_override={text} is not valid YAML"
                      f"{_where(value)}; give {forms}.")
   raise ValueError(f"--params_override={text} is not {forms}.")
+
+
+def override(params, mapping: Dict, flag: str) -> None:
+  """`params.override(mapping, is_strict=True)`, where a key the config does
+  not have is ValueError, one sentence naming `flag`, the key's full path
+  and the keys beside it (Model Garden says only the key and its config's
+  class, and suggests an option of its Python API).
+
+  Examples:
+    >>> from cmlm.experiments import registry_imports
+    >>> from official.core import exp_factory
+    >>> override(exp_factory.get_exp_config("cmlm/tiny"),
+    ...          {"trainer": {"train_step": 5}}, "--params_override")
+    Traceback (most recent call last):
+    ...
+    ValueError: --params_override sets trainer.train_step, a key the config does not have; did you mean trainer.train_steps?
+  """
+  try:
+    params.override(mapping, is_strict=True)
+  except KeyError as error:
+    unknown = _UNKNOWN_KEY.match(str(error.args[0]) if error.args else "")
+    paths = {path[:path.index(unknown.group(1)) + 1]
+             for path, _ in _leaves(mapping)
+             if unknown.group(1) in path} if unknown else ()
+    if len(paths) != 1:
+      raise
+    raise ValueError(_unknown_key_line(params, paths.pop(), flag)) from None
+
+
+def _unknown_key_line(params, path: Tuple[str, ...], flag: str) -> str:
+  owner = params
+  for key in path[:-1]:
+    owner = getattr(owner, key, None)
+  keys = sorted(owner.as_dict()) if hasattr(owner, "as_dict") else []
+  parent = ".".join(path[:-1]) or "the config"
+  line = f"{flag} sets {'.'.join(path)}, a key the config does not have"
+  close = difflib.get_close_matches(path[-1], keys, n=1)
+  if close:
+    return f"{line}; did you mean {'.'.join(path[:-1] + (close[0],))}?"
+  return f"{line}; {parent} has {', '.join(keys)}." if keys else f"{line}."
 
 
 def check_values(params, defaults) -> None:

@@ -111,10 +111,11 @@ def build_config(experiment: str, config_files: Sequence[str] = (),
       "runtime": {"distribution_strategy": strategies.FROM_HARDWARE,
                   "num_gpus": _UNSET_GPUS}})
   for config_file in config_files or ():
-    params.override(config_inputs.read_config_file(config_file),
-                    is_strict=True)
-  params.override(config_inputs.read_params_override(params_override),
-                  is_strict=True)
+    config_inputs.override(params, config_inputs.read_config_file(config_file),
+                           f"--config_file={config_file}")
+  config_inputs.override(params,
+                         config_inputs.read_params_override(params_override),
+                         "--params_override")
   config_inputs.check_values(params, exp_factory.get_exp_config(experiment))
   if strategy:
     params.override({"runtime": {"distribution_strategy": strategy}})

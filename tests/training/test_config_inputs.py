@@ -48,6 +48,14 @@ def test_a_config_file_that_cannot_be_read_is_one_line(tmp_path, content,
   assert _one_line(config_files=[str(path)]) == expected.format(path=path)
 
 
+def test_a_config_file_key_the_config_lacks_is_one_line(tmp_path):
+  path = tmp_path / "mine.yaml"
+  path.write_text("task:\n  model:\n    encoder:\n      num_layer: 2\n")
+  assert _one_line(config_files=[str(path)]) == (
+      f"--config_file={path} sets task.model.encoder.num_layer, a key the "
+      "config does not have; did you mean task.model.encoder.num_layers?")
+
+
 def test_an_empty_config_file_changes_nothing(tmp_path):
   (tmp_path / "empty.yaml").write_text("# nothing yet\n")
   params = run_config.build_params("cmlm/tiny", [str(tmp_path / "empty.yaml")],
@@ -82,6 +90,13 @@ def test_overrides_in_each_of_model_garden_s_forms(tmp_path):
      "global_batch_size is not read: each objective reads its own data under "
      "task.objectives.<name>.train_data (this run's objectives: cmlm); set "
      "global_batch_size there."),
+    ("trainer.train_step=5", "--params_override sets trainer.train_step, a "
+     "key the config does not have; did you mean trainer.train_steps?"),
+    ("task.objectives.cmlm.foo=1", "--params_override sets "
+     "task.objectives.cmlm.foo, a key the config does not have; "
+     "task.objectives.cmlm has condition, mlm_activation, "
+     "mlm_initializer_range, skip, train_data, type, validation_data, "
+     "weight."),
     ("task.validation_data.input_path=held_out.txt", "task.validation_data."
      "input_path is not read: each objective reads its own data under "
      "task.objectives.<name>.validation_data (this run's objectives: cmlm); "
