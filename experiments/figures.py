@@ -318,7 +318,9 @@ def render_dask(results: Sequence[Mapping]) -> str:
                            f"before, {r['load_after']:.2f} after")),
            "", f"{r['corpus_bytes'] / 1e6:.0f} MB in {r['corpus_files']} "
            f"files, {r['corpus_documents']:,} documents, sequence length "
-           f"{r['seq_length']}.", "",
+           f"{r['seq_length']}; built from {', '.join(r['sources'])}"
+           f"{' ' + r['sources_note'] if r.get('sources_note') else ''}.",
+           "",
            "| run | seconds | records/s | sentences/s | marginal records/s "
            "per worker | peak memory per worker |", "|---|---|---|---|---|---|"]
   direct = r["direct_in_process"]
@@ -349,14 +351,26 @@ def render_soak(results: Sequence[Mapping]) -> str:
   (r,) = results
   # A file written before `commands` was recorded ran the first four.
   commands = r.get("commands", ["train", "export", "encode", "eval"])
+  disk_refusals = sum(count for line, count in r["refusals"].items()
+                      if "No space left" in line or "disk is full" in line)
+  exports = [verdict for name, verdict in r["final"]["exports"].items()
+             if name != "imported run"]
   rows = (("commands of a cycle", ", ".join(commands)),
           ("cycles", r["cycles"]), ("processes", r["processes"]),
           ("ended ok", r["ok"]), ("SIGKILLed", r["sigkill"]),
           ("SIGTERMed", r["sigterm"]),
           ("of them stopped cleanly", r["stopped_cleanly"]),
           ("refused with one line", r["refused_one_line"]),
+          ("of them on a full disk", disk_refusals),
+          ("of them for an input a killed step had not written",
+           r["refused_one_line"] - disk_refusals),
           ("disk fills", r["disk_fills"]),
           ("leftovers of a killed save removed", r["save_leftovers_removed"]),
+          ("leftovers of a killed export removed",
+           r.get("export_leftovers_removed", "not counted")),
+          ("exports at the end: equal to their checkpoint / checkpoint "
+           "rotated out", f"{exports.count('equal')} / "
+           f"{exports.count('checkpoint rotated out')}"),
           ("checkpoints moved aside", r["checkpoints_moved_aside"]),
           ("seconds under faults / in all",
            f"{r['seconds_under_faults']} / {r['seconds']}"),

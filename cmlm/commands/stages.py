@@ -30,8 +30,10 @@ flags.DEFINE_list("stage_steps", None, "Training steps of each stage "
                   "then 1M).", flag_values=FLAGS)
 flags.DEFINE_enum("strategy", None, STRATEGIES,
                   "Distribution strategy of every stage (default: chosen "
-                  "from the hardware: tpu when --tpu is given, mirrored "
-                  "over several GPUs, else one_device).", flag_values=FLAGS)
+                  "from the hardware: tpu when --tpu is given or a TPU is "
+                  "found, multi_worker_mirrored when TF_CONFIG names "
+                  "several tasks, mirrored over several GPUs, else "
+                  "one_device).", flag_values=FLAGS)
 
 
 def main(argv) -> None:

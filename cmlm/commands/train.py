@@ -36,8 +36,9 @@ flags.DEFINE_enum("strategy", None, STRATEGIES,
                   "Distribution strategy (default: runtime."
                   "distribution_strategy when your --config_file or "
                   "--params_override sets it, else chosen from the "
-                  "hardware: tpu when --tpu is given, mirrored over several "
-                  "GPUs, else one_device).", flag_values=FLAGS)
+                  "hardware: tpu when --tpu is given or a TPU is found, "
+                  "multi_worker_mirrored when TF_CONFIG names several "
+                  "tasks, mirrored over several GPUs, else one_device).", flag_values=FLAGS)
 flags.DEFINE_string("eval_data_dir", None,
                     "Benchmark files for a best-checkpoint score "
                     "(trainer.best_checkpoint_eval_metric=sts-b...): the "
