@@ -149,8 +149,9 @@ def main(argv):
     return
   if command not in COMMANDS:
     print(__doc__ + project_commands())
-    sys.exit(f"Give a command among {', '.join(COMMANDS)} first; got "
-             f"{command or 'none'}.")
+    print(f"cmlm: error: give a command among {', '.join(COMMANDS)} first; "
+          f"got {command or 'none'}.", file=sys.stderr)
+    sys.exit(2)
   module = importlib.import_module(COMMANDS[command])
   # SIGTERM and SIGINT stop every command cleanly, a second SIGINT at once
   # (training/stop_signals.py; imports no TensorFlow).

@@ -66,6 +66,7 @@ class SiameseEncoderConfig(base_config.Config):
 
   def validate(self):
     super().validate()
+    check_encoder(self.encoder)
     self.pooling_head.validate()
     if (self.pooling_head.type != pooling_heads.NONE
         and self.sentence_representation == "proj"):
@@ -86,6 +87,26 @@ class SiameseEncoderConfig(base_config.Config):
       raise ValueError('model.sentence_representation="proj" reads the '
                        "projection head: model.num_projections must be 1 or "
                        "more.")
+
+
+def check_encoder(encoder) -> None:
+  """One ValueError, naming the field, for a transformer Model Garden's BERT
+  would fail to build (an IndexError, a ZeroDivisionError, a Keras
+  error naming none of the config's fields)."""
+  for name in ("hidden_size", "num_layers", "num_attention_heads",
+               "intermediate_size", "max_position_embeddings"):
+    if getattr(encoder, name) < 1:
+      raise ValueError(f"model.encoder.{name} must be 1 or more, got "
+                       f"{getattr(encoder, name)}.")
+  if encoder.hidden_size % encoder.num_attention_heads:
+    raise ValueError(
+        f"model.encoder.hidden_size ({encoder.hidden_size}) must be a "
+        "multiple of model.encoder.num_attention_heads "
+        f"({encoder.num_attention_heads}): each head takes an equal share.")
+  for name in ("dropout_rate", "attention_dropout_rate"):
+    if not 0 <= getattr(encoder, name) < 1:
+      raise ValueError(f"model.encoder.{name} must be in [0, 1), got "
+                       f"{getattr(encoder, name)}.")
 
 
 def build_siamese_encoder(config: SiameseEncoderConfig,

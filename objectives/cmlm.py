@@ -47,6 +47,14 @@ class CmlmObjective(base.MaskedTokenObjective):
   """Predict s2's masked tokens given s1's sentence vector."""
   config_cls = CmlmObjectiveConfig
 
+  def validate(self, mode):
+    if self.config.condition and not self.model_config.num_projections:
+      raise ValueError(
+          f"task.objectives.{self.name} conditions s2 on the projections of "
+          "s1's vector (section 2): model.num_projections must be 1 or more "
+          "(15 in the paper), got 0.")
+    super().validate(mode)
+
   def check_data(self, data_config):
     cmlm_dataloader.validate_config(data_config, self.tokenization,
                                     self.vocab)

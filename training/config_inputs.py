@@ -18,9 +18,10 @@ only fail on later, or silently ignore:
     own, under `task.objectives.<name>.train_data`; the task's two only say
     which split is which, so what a user sets there would be ignored.
 """
+import dataclasses
 import difflib
 import re
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import tensorflow as tf
 import yaml
@@ -138,6 +139,15 @@ def check_values(params, defaults) -> None:
       shown = str(default).lower() if isinstance(default, bool) else default
       raise ValueError(f"{'.'.join(path)} must be {kind}, like the "
                        f"experiment's {shown}; got {value!r}.")
+    if isinstance(default, dict) and value is not None:
+      fields = ", ".join(list(default)[:3])
+      raise ValueError(f"{'.'.join(path)} must be a mapping of its fields "
+                       f"({fields}, ...), not a single value; got "
+                       f"{value!r}.")
+    if isinstance(value, float) and _declared_int(params, path):
+      like = "" if default is None else f", like the experiment's {default}"
+      raise ValueError(f"{'.'.join(path)} must be a whole number{like}; "
+                       f"got {value!r}.")
   active = getattr(params.task, "active_objectives", dict)
   for name in _PLACEHOLDER_DATA:
     for path, value in _leaves(given["task"].get(name) or {}, ("task", name)):
@@ -147,6 +157,20 @@ def check_values(params, defaults) -> None:
             f"{'.'.join(path)} is not read: each objective reads its own "
             f"data under task.objectives.<name>.{name} (this run's "
             f"objectives: {objectives}); set {path[-1]} there.")
+
+
+def _declared_int(params, path: Tuple[str, ...]) -> bool:
+  """Whether the config field at `path` is declared `int` (or
+  `Optional[int]`): Model Garden sets a float there as given, and a run
+  with `train_steps` 1.5 loops forever waiting for step 1.5."""
+  owner = params
+  for key in path[:-1]:
+    owner = getattr(owner, key, None)
+  if not dataclasses.is_dataclass(owner):
+    return False
+  declared = {field.name: field.type for field in dataclasses.fields(owner)}
+  kind = declared.get(path[-1])
+  return kind in (int, "int") or kind in (Optional[int], "Optional[int]")
 
 
 def _mapping(value: Any, what: str) -> Dict:

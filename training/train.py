@@ -44,6 +44,7 @@ from cmlm.training import run_lock
 from cmlm.training import prepared_run
 from cmlm.training import progress as progress_lib
 from cmlm.training import run_config
+from cmlm.training import run_dir
 from cmlm.training import strategies
 from cmlm.training.strategies import PRECISIONS
 from cmlm.training.trainer import SentenceEncoderTrainer
@@ -165,6 +166,58 @@ class TrainResult:
   best: Optional[best_checkpoint.BestCheckpointSelector] = None
 
 
+# The fields of `task.model` that shape its variables or what it computes:
+# a checkpoint trained with other values cannot be resumed or evaluated.
+_MODEL_FIELDS = (
+    ("encoder", "vocab_size"), ("encoder", "hidden_size"),
+    ("encoder", "num_layers"), ("encoder", "num_attention_heads"),
+    ("encoder", "intermediate_size"), ("encoder", "max_position_embeddings"),
+    ("encoder", "type_vocab_size"), ("encoder", "embedding_size"),
+    ("num_projections",), ("pooling",), ("sentence_representation",),
+    ("pooling_head",))
+
+
+def check_run_fits(params, model_dir: str, mode: str) -> None:
+  """Refuses, in one sentence and before anything is written, a
+  `model_dir` whose checkpoints `params` cannot resume or evaluate: a run
+  of another model or other objectives (its params.yaml would be
+  overwritten, then the restore fail), and an evaluation (`--mode=eval`)
+  of a directory with no checkpoint (it would score random weights)."""
+  if not tf.train.latest_checkpoint(model_dir):
+    if mode == "eval":
+      raise FileNotFoundError(
+          f"--mode=eval scores the latest checkpoint of --model_dir="
+          f"{model_dir}, which holds none: train first, or give "
+          "--mode=continuous_eval to score each checkpoint as it comes.")
+    return
+  if not run_dir.is_run_dir(model_dir):
+    return
+  saved = run_dir.load_params(model_dir).task
+  here, there = params.task.model.as_dict(), saved.model.as_dict()
+  for path in _MODEL_FIELDS:
+    mine, theirs = _get(here, path), _get(there, path)
+    if mine != theirs:
+      raise ValueError(
+          f"--model_dir={model_dir} holds a run of another model "
+          f"(task.model.{'.'.join(path)}: {theirs!r} there, {mine!r} in "
+          "this config), which it cannot resume or read; give a new "
+          "--model_dir, or the run's own config.")
+  kinds = lambda task: sorted(f"{name} ({objective.type})" for name, objective
+                              in task.active_objectives().items())
+  if kinds(params.task) != kinds(saved):
+    raise ValueError(
+        f"--model_dir={model_dir} holds a run that trained "
+        f"{', '.join(kinds(saved))}; this config trains "
+        f"{', '.join(kinds(params.task))}, which cannot resume from it; give "
+        "a new --model_dir, or the run's own config.")
+
+
+def _get(tree, path):
+  for key in path:
+    tree = tree.get(key) if isinstance(tree, dict) else None
+  return tree
+
+
 def run(params, model_dir: str, mode: str = "train", strategy=None,
         best_checkpoint_scorer: Optional[best_checkpoint.Scorer] = None
         ) -> TrainResult:
@@ -219,6 +272,7 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
     # TensorFlow op runs, and `prepare` tokenizes text.
     strategy = strategy or make_strategy(params)
     prepared = prepared or prepared_run.prepare(built, mode)
+    check_run_fits(params, model_dir, mode)
     selecting = best_checkpoint_scorer is not None and "train" in mode
     if selecting:
       best_checkpoint.check_config(params.trainer)
@@ -239,7 +293,7 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
       trainer = train_utils.create_trainer(
           params, task, train="train" in mode, evaluate="eval" in mode,
           trainer_cls=SentenceEncoderTrainer)
-    if chief:
+    if chief and "train" in mode:  # what trained the run, not what read it
       train_utils.serialize_config(params, model_dir)
     progress = best = None
     actions = []
@@ -252,7 +306,12 @@ def run(params, model_dir: str, mode: str = "train", strategy=None,
           trainer.model, params, model_dir, best_checkpoint_scorer,
           trainer.global_step, vocab=prepared.vocab)
       actions.append(best)
-    with fault_tolerance.TerminationSignal() as termination:
+    # Training saves a checkpoint on SIGTERM or Ctrl-C, then stops; an
+    # evaluation stops at once (the command's own handler), even while it
+    # waits for a checkpoint.
+    termination = fault_tolerance.TerminationSignal()
+    with (termination if "train" in mode else
+          contextlib.nullcontext(termination)):
       runner = _ExperimentRunner(
           termination, scored_selection=selecting,
           distribution_strategy=strategy, task=task, mode=mode,

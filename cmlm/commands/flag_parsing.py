@@ -101,17 +101,27 @@ def require(flag_values: flags.FlagValues, name: str, what: str) -> None:
     raise UsageError(f"--{name} is required: {what}.")
 
 
+# The modes of Model Garden's `--mode` its `OrbitExperimentRunner` runs (it
+# raises NotImplementedError on the others it lists).
+RUNNABLE_MODES = ("train", "eval", "train_and_eval", "continuous_eval",
+                  "train_and_post_eval")
+
+
 def check_training_flags(flag_values: flags.FlagValues,
                          experiment: bool = True) -> None:
   """What `train` (and `stages`, `experiment=False`: its schedule names
   the experiment) cannot run without, said before TensorFlow loads:
-  --experiment, --model_dir, and each --config_file a file (a remote one is
-  left to its reader)."""
+  --experiment, --model_dir, a --mode the trainer runs, and each
+  --config_file a file (a remote one is left to its reader)."""
   if experiment:
     require(flag_values, "experiment",
             "a registered experiment, e.g. --experiment=cmlm/tiny")
   require(flag_values, "model_dir",
           "checkpoints and summaries go there, and a run resumes from it")
+  mode = flag_values["mode"].value if "mode" in flag_values else None
+  if mode and mode not in RUNNABLE_MODES:
+    raise UsageError(f"--mode={mode} is not implemented by Model Garden's "
+                     f"open-source trainer; give {', '.join(RUNNABLE_MODES)}.")
   for path in flag_values.config_file or ():
     input_paths.check_file(path, "--config_file", remote=True)
 

@@ -133,7 +133,9 @@ def test_demo_refuses_a_step_count_below_one_before_any_work():
 def test_without_a_known_command_the_commands_are_listed():
   for args in ((), ("--model_dir=x",), ("fit",)):
     result = run_cli(*args)
-    assert result.returncode != 0
+    assert result.returncode == 2
+    assert result.stderr.startswith("cmlm: error: give a command among ")
+    assert len(result.stderr.splitlines()) == 1
     for command in CORE_COMMANDS:
       assert f"\n  {command} " in result.stdout, (args, command)
 
@@ -280,6 +282,10 @@ def test_what_a_command_cannot_run_without_is_refused_first(tmp_path):
       (["train", "--experiment=cmlm/tiny", f"--model_dir={run}",
         f"--config_file={missing}.yaml"],
        f"--config_file={missing}.yaml is not a file."),
+      (["train", "--experiment=cmlm/tiny", f"--model_dir={run}",
+        "--mode=train_and_validate"], "--mode=train_and_validate is not "
+       "implemented by Model Garden's open-source trainer; give train, eval, "
+       "train_and_eval, continuous_eval, train_and_post_eval."),
       (["stages", "--schedule=s1"], training_dir),
       (["import", f"--model_dir={run}"], f"--source is required: {source}"),
       (["import", f"--source={missing}", f"--model_dir={run}"],

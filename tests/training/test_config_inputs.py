@@ -9,6 +9,7 @@ import pytest
 
 from cmlm.experiments import registry_imports  # noqa: F401  (registers the experiments)
 from cmlm.training import config_inputs
+from cmlm.training import prepared_run
 from cmlm.training import run_config
 from cmlm.training.strategies import Hardware
 from tests import helpers
@@ -83,6 +84,13 @@ def test_overrides_in_each_of_model_garden_s_forms(tmp_path):
      "mapping, or a YAML file that exists."),
     ("trainer.train_steps=abc", "trainer.train_steps must be a number, like "
      "the experiment's 2000; got 'abc'."),
+    ("trainer.train_steps=1.5", "trainer.train_steps must be a whole "
+     "number, like the experiment's 2000; got 1.5."),
+    ("task.objectives.cmlm.train_data.seed=3.0", "task.objectives.cmlm."
+     "train_data.seed must be a whole number; got 3.0."),
+    ("task.model.encoder=5", "task.model.encoder must be a mapping of its "
+     "fields (vocab_size, hidden_size, num_layers, ...), not a single value; "
+     "got 5."),
     ("task.objectives.cmlm.train_data.drop_remainder=maybe",
      "task.objectives.cmlm.train_data.drop_remainder must be true or false, "
      "like the experiment's true; got 'maybe'."),
@@ -105,6 +113,30 @@ def test_overrides_in_each_of_model_garden_s_forms(tmp_path):
 def test_an_override_the_run_would_fail_on_or_ignore_is_one_line(
     override, expected):
   assert _one_line(override=override) == expected
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("task.model.encoder.num_layers=0",
+     "model.encoder.num_layers must be 1 or more, got 0."),
+    ("task.model.encoder.num_attention_heads=5", "model.encoder.hidden_size "
+     "(128) must be a multiple of model.encoder.num_attention_heads (5): "
+     "each head takes an equal share."),
+    ("task.model.encoder.attention_dropout_rate=1.0",
+     "model.encoder.attention_dropout_rate must be in [0, 1), got 1.0."),
+    ("task.model.num_projections=0", "task.objectives.cmlm conditions s2 on "
+     "the projections of s1's vector (section 2): model.num_projections "
+     "must be 1 or more (15 in the paper), got 0."),
+])
+def test_a_model_that_could_not_be_built_is_one_line_before_the_run(
+    override, expected):
+  """Model Garden's BERT would fail on these inside `create_trainer`, after
+  the run's directory is written, with an IndexError, a ZeroDivisionError
+  or a TypeError naming no field."""
+  built = run_config.build_config("cmlm/tiny", params_override=override,
+                                  quiet=True)
+  with pytest.raises(ValueError) as raised:
+    prepared_run.prepare(built)
+  assert str(raised.value) == expected
 
 
 def test_every_shipped_config_builds_on_its_experiment():

@@ -12,9 +12,12 @@
 """
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 import tensorflow as tf
@@ -23,6 +26,7 @@ from tests import helpers
 from cmlm.training import fault_tolerance
 from cmlm.training import run_lock
 from cmlm.training import run_config
+from cmlm.training import stop_signals
 from cmlm.training import train
 
 HOLDER = """
@@ -250,3 +254,57 @@ def test_train_and_eval_checks_the_intervals_against_validation_too():
     prepared_run.check_trainer(trainer, "train_and_eval")
   trainer.override({"validation_interval": 200})
   prepared_run.check_trainer(trainer, "train_and_eval")
+
+
+def test_a_run_of_another_model_or_objectives_is_refused_before_writing(
+    tiny_run, tmp_path):
+  """Resuming a run with a config of another shape overwrote its
+  params.yaml, then failed restoring the checkpoint (the run could no
+  longer be exported); another experiment's objectives failed after ~100
+  lines of warnings. Both are one line now, and the run is left as it was."""
+  model_dir = str(tmp_path / "run")
+  shutil.copytree(tiny_run[0], model_dir)
+  with open(os.path.join(model_dir, "params.yaml"), encoding="utf-8") as f:
+    saved = f.read()
+  wider = helpers.tiny_run_params(8)
+  wider.override({"task": {"model": {"encoder": {"hidden_size": 32}}}})
+  with pytest.raises(ValueError) as raised:
+    train.run(wider, model_dir)
+  assert str(raised.value) == (
+      f"--model_dir={model_dir} holds a run of another model "
+      "(task.model.encoder.hidden_size: 16 there, 32 in this config), which "
+      "it cannot resume or read; give a new --model_dir, or the run's own "
+      "config.")
+  other = helpers.tiny_run_params(8)
+  other.override({"task": {"objectives": {"bitext_retrieval": {
+      "weight": 1.0}}}})
+  with pytest.raises(ValueError, match=r"holds a run that trained cmlm "
+                     r"\(cmlm\); this config trains bitext_retrieval "
+                     r"\(bitext_retrieval\), cmlm \(cmlm\)"):
+    train.check_run_fits(other, model_dir, "train")
+  with open(os.path.join(model_dir, "params.yaml"), encoding="utf-8") as f:
+    assert f.read() == saved
+  train.check_run_fits(helpers.tiny_run_params(8), model_dir, "train")
+
+
+def test_eval_of_a_directory_without_a_checkpoint_is_refused(tmp_path):
+  """It scored the random initial weights and exited 0."""
+  with pytest.raises(FileNotFoundError, match="--mode=eval scores the latest "
+                     "checkpoint of --model_dir=.*, which holds none"):
+    train.run(helpers.tiny_run_params(4), str(tmp_path / "run"), mode="eval")
+  assert not (tmp_path / "run").exists()
+
+
+def test_sigterm_stops_an_evaluation_waiting_for_a_checkpoint(tmp_path):
+  """`--mode=continuous_eval` on a directory with no checkpoint yet waits
+  for one; SIGTERM (or Ctrl-C) stops it at once, as it stops every command
+  (it used to say "saving a checkpoint" and keep waiting). Without the
+  fix, this run ends by itself when `continuous_eval_timeout` passes."""
+  params = helpers.tiny_run_params(0)
+  params.override({"trainer": {"continuous_eval_timeout": 8}})
+  timer = threading.Timer(2, os.kill, (os.getpid(), signal.SIGTERM))
+  with stop_signals.raising_interrupted():
+    timer.start()
+    with pytest.raises(stop_signals.Interrupted):
+      train.run(params, str(tmp_path / "run"), mode="continuous_eval")
+  timer.join()
