@@ -86,6 +86,28 @@ def test_corpus_scope_marks_with_the_corpus_wide_top_ngrams(tmp_path):
   assert blocks(per_document.shard_paths) != expected
 
 
+def test_command_refuses_a_bad_output_or_worker_count_before_beam_loads(
+    monkeypatch, tmp_path):
+  """As `prepare` does: an output under a file (was TensorFlow's
+  FailedPreconditionError traceback) and a negative --direct_num_workers
+  (was Beam's IndexError traceback), one sentence naming the flag."""
+  from cmlm.projects.misad import prepare_ngrams_command  # pylint: disable=g-import-not-at-top
+  text = write_corpus(tmp_path / "corpus")
+  (tmp_path / "s.txt").write_text("a file\n")
+  monkeypatch.setitem(sys.modules, "apache_beam", None)  # not loaded first
+  with pytest.raises(ValueError, match=r"^--output=.*s\.txt/x is under "
+                     r".*s\.txt, which is a file; name a path in a "
+                     r"directory\.$"):
+    prepare_ngrams_command.main([f"--input={text}",
+                                 f"--output={tmp_path / 's.txt' / 'x'}"])
+  with pytest.raises(ValueError, match=r"^--direct_num_workers must be 0 "
+                     r"\(one process per CPU core\) or more, got -1\.$"):
+    prepare_ngrams_command.main([f"--input={text}",
+                                 f"--output={tmp_path / 'out' / 'ng'}",
+                                 "--direct_num_workers=-1"])
+  assert sorted(os.listdir(tmp_path)) == ["corpus", "s.txt"]
+
+
 @pytest.mark.slow
 def test_command_rerun_gives_the_same_bytes_and_refuses_to_overwrite(
     tmp_path):
