@@ -126,10 +126,21 @@ def check_index(config: IndexConfig, num_keys: int,
           f"--index=ivf with --nlist={config.nlist} needs at least that many "
           f"sentences in each indexed shard to train its cells; the smallest "
           f"holds {smallest}: lower --nlist, or use --index=flat.")
-  if config.kind == "hnsw" and (config.hnsw_m < 2 or config.ef_search < 1
-                                or config.ef_construction < 1):
-    raise ValueError("--hnsw_m must be 2 or more, --ef_search and "
-                     "--ef_construction 1 or more.")
+  if config.kind == "hnsw":
+    _check_hnsw(config)
+
+
+def _check_hnsw(config: IndexConfig) -> None:
+  """The one HNSW setting at fault, by its flag (`ef_construction` has none:
+  only the Python API sets it)."""
+  if config.hnsw_m < 2:
+    raise ValueError(f"--hnsw_m must be 2 or more, got {config.hnsw_m}.")
+  if config.ef_search < 1:
+    raise ValueError(f"--ef_search must be 1 or more, got "
+                     f"{config.ef_search}.")
+  if config.ef_construction < 1:
+    raise ValueError("IndexConfig.ef_construction must be 1 or more, got "
+                     f"{config.ef_construction}.")
 
 
 def build_index(keys: np.ndarray, config: IndexConfig):
