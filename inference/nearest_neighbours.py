@@ -61,7 +61,7 @@ def read_embeddings(path: str, flag: str) -> np.ndarray:
   try:
     array = np.load(path, mmap_mode="r", allow_pickle=False)
   except (ValueError, OSError) as error:
-    raise ValueError(f"{flag}={path} is not a .npy array ({error}).") from None
+    raise ValueError(_not_npy(path, flag, error)) from None
   if not isinstance(array, np.ndarray):
     raise ValueError(f"{flag}={path} is not a .npy array (an .npz archive?).")
   if array.ndim != 2 or array.dtype.kind != "f":
@@ -72,6 +72,20 @@ def read_embeddings(path: str, flag: str) -> np.ndarray:
     raise ValueError(f"{flag}={path} holds no embeddings "
                      f"({list(array.shape)}).")
   return array
+
+
+def _not_npy(path: str, flag: str, error: Exception) -> str:
+  """Why `np.load` refused `path`: NumPy's `error`, but for a file that
+  does not begin as a .npy does (text, any other binary), which NumPy calls
+  pickled data with a hint at its Python API."""
+  try:
+    with open(path, "rb") as f:
+      head = f.read(len(np.lib.format.MAGIC_PREFIX))
+  except OSError:
+    head = np.lib.format.MAGIC_PREFIX  # unreadable: NumPy's error says so
+  if head != np.lib.format.MAGIC_PREFIX:
+    return f"{flag}={path} is not a NumPy .npy file."
+  return f"{flag}={path} is not a .npy array ({error})."
 
 
 def unit_rows(rows: np.ndarray) -> np.ndarray:
