@@ -91,6 +91,22 @@ def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
   return similarities, indices
 
 
+def remote_client(address: str, flag: str = "--dask_address"):
+  """A dask.distributed Client of the running scheduler at `address`;
+  ValueError, one sentence naming `flag`, when `address` is not one or no
+  scheduler answers there (after Dask's connect timeout,
+  `distributed.comm.timeouts.connect`: 30 s unless configured)."""
+  from dask import distributed  # pylint: disable=g-import-not-at-top
+  try:
+    return distributed.Client(address)
+  except ValueError as error:  # "missing port number in address 'x'"
+    raise ValueError(f"{flag}={address} is not a scheduler address "
+                     f"({error}); give tcp://HOST:8786.") from None
+  except OSError as error:  # "Timed out trying to connect to ..."
+    raise ValueError(f"{flag}={address}: no Dask scheduler answered "
+                     f"({error}).") from None
+
+
 @contextlib.contextmanager
 def local_client(workers: int):
   """A dask.distributed Client of a LocalCluster of `workers` processes,

@@ -127,13 +127,11 @@ def _dask_client():
   """What opens the Dask client the encoding and search run on (--dask_workers,
   --dask_address): a context manager factory, entered once the inputs are
   checked; None to search in this process."""
-  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import dask_mining  # pylint: disable=g-import-not-at-top
   if FLAGS.dask_workers:
-    from cmlm.inference import dask_mining
     return lambda: dask_mining.local_client(FLAGS.dask_workers)
   if FLAGS.dask_address:
-    from dask import distributed
-    return lambda: distributed.Client(FLAGS.dask_address)
+    return lambda: dask_mining.remote_client(FLAGS.dask_address)
   return None
 
 

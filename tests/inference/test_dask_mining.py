@@ -113,6 +113,28 @@ def test_arrays_in_memory_are_refused_before_any_search(mapped):
     bitext_mining.mine(np.array(source), target, client=object())
 
 
+def test_a_scheduler_address_that_does_not_answer_is_one_sentence(
+    mapped, tmp_path):
+  """Nothing listening at --dask_address was Dask's 65-line traceback,
+  after its connect timeout (30 s; here shortened); a malformed address,
+  Dask's sentence without the flag."""
+  import dask  # pylint: disable=g-import-not-at-top
+  from cmlm.commands import mine  # pylint: disable=g-import-not-at-top
+  output = tmp_path / "pairs.tsv"
+  args = [f"--source_embeddings={tmp_path}/source.npy",
+          f"--target_embeddings={tmp_path}/target.npy",
+          f"--output={output}", "--noprogress"]
+  with dask.config.set({"distributed.comm.timeouts.connect": "0.2s"}):
+    with pytest.raises(ValueError, match=r"^--dask_address=tcp://127\.0\.0"
+                       r"\.1:1: no Dask scheduler answered \(Timed out "
+                       r"trying to connect"):
+      mine.main(args + ["--dask_address=tcp://127.0.0.1:1"])
+  with pytest.raises(ValueError, match=r"^--dask_address=nowhere is not a "
+                     r"scheduler address \(.*\); give tcp://HOST:8786\.$"):
+    mine.main(args + ["--dask_address=nowhere"])
+  assert not output.exists()
+
+
 @pytest.mark.slow
 def test_the_command_on_a_local_cluster_writes_the_pairs_of_one_process(
     mapped, tmp_path):
