@@ -103,6 +103,35 @@ def test_a_file_that_is_not_a_npy_is_said_so_without_a_pickle_hint(tmp_path):
     nearest_neighbours.read_embeddings(str(tmp_path / "cut.npy"), "--x")
 
 
+def test_non_finite_embeddings_or_threshold_are_refused(corpora):
+  """NaN embeddings were mined into `nan 0 -1` rows, and --threshold=nan
+  into an empty file, both with status 0. The embeddings are checked shard
+  by shard as the search reads them (the row found in a later shard)."""
+  from cmlm.commands import mine  # pylint: disable=g-import-not-at-top
+  nan = np.load(corpora / "target.npy")
+  nan[23, 2] = np.nan
+  np.save(corpora / "nan.npy", nan)
+  inf = np.load(corpora / "source.npy")
+  inf[5, 0] = -np.inf
+  np.save(corpora / "inf.npy", inf)
+  output = corpora / "pairs.tsv"
+  for source, target, path, row in (("source", "nan", "nan.npy", 23),
+                                    ("inf", "target", "inf.npy", 5)):
+    with pytest.raises(ValueError) as raised:
+      mine.main([f"--source_embeddings={corpora}/{source}.npy",
+                 f"--target_embeddings={corpora}/{target}.npy",
+                 f"--output={output}", "--shard_size=10", "--noprogress"])
+    assert str(raised.value) == (
+        f"{corpora / path} holds non-finite values (NaN or infinity), first "
+        f"in row {row}; mine finite embeddings.")
+  with pytest.raises(ValueError, match=r"^--threshold must be a finite "
+                     r"score, got nan\.$"):
+    mine.main([f"--source_embeddings={corpora}/source.npy",
+               f"--target_embeddings={corpora}/target.npy",
+               f"--output={output}", "--threshold=nan"])
+  assert not output.exists()
+
+
 def test_an_existing_output_is_kept_without_overwrite(corpora):
   output = corpora / "pairs.tsv"
   output.write_text("mine\n")
