@@ -19,7 +19,7 @@ Sentences are encoded on the cluster beforehand by `dask_encoding`.
                                   client=client)
 """
 import contextlib
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import numpy as np
 
@@ -39,12 +39,19 @@ def memory_map_path(array: np.ndarray, name: str) -> str:
 
 
 def search_shard(queries_path: str, start: int, stop: int, k: int,
-                 key_offsets, *indexes) -> Tuple[np.ndarray, np.ndarray]:
+                 key_offsets, *indexes
+                 ) -> Union[Tuple[np.ndarray, np.ndarray], ValueError]:
   """One task: rows [start, stop) of the queries' .npy searched against the
-  serialised key-shard indexes (starting at `key_offsets`), top k merged."""
+  serialised key-shard indexes (starting at `key_offsets`), top k merged.
+  Rows holding NaN or infinity return `read_unit_rows`'s ValueError, which
+  `search` raises: raised here, the worker would log it, traceback and all,
+  before the command's one line."""
   import faiss  # pylint: disable=g-import-not-at-top
-  queries = nearest_neighbours.unit_rows(
-      np.load(queries_path, mmap_mode="r")[start:stop])
+  try:
+    queries = nearest_neighbours.read_unit_rows(
+        np.load(queries_path, mmap_mode="r"), start, stop)
+  except ValueError as error:
+    return error
   similarities = np.full((stop - start, k), -np.inf, dtype=np.float32)
   indices = np.full((stop - start, k), -1, dtype=np.int64)
   for offset, serialised in zip(key_offsets, indexes):
@@ -72,7 +79,7 @@ def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
   for key_start, key_stop in nearest_neighbours.shard_bounds(len(keys),
                                                              key_shard_size):
     index = nearest_neighbours.build_index(
-        nearest_neighbours.unit_rows(keys[key_start:key_stop]), config)
+        nearest_neighbours.read_unit_rows(keys, key_start, key_stop), config)
     offsets.append(key_start)
     indexes.append(client.scatter(faiss.serialize_index(index),
                                   broadcast=True))
@@ -83,12 +90,31 @@ def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
   similarities = np.empty((len(queries), k), dtype=np.float32)
   indices = np.empty((len(queries), k), dtype=np.int64)
   for (start, stop), future in zip(bounds, futures):
-    similarities[start:stop], indices[start:stop] = future.result()
+    found = future.result()
+    if isinstance(found, ValueError):  # the shard's rows (`search_shard`)
+      raise found
+    similarities[start:stop], indices[start:stop] = found
     if on_progress:
       on_progress(stop - start)
   for future in indexes:
     client.cancel(future)
   return similarities, indices
+
+
+def remote_client(address: str, flag: str = "--dask_address"):
+  """A dask.distributed Client of the running scheduler at `address`;
+  ValueError, one sentence naming `flag`, when `address` is not one or no
+  scheduler answers there (after Dask's connect timeout,
+  `distributed.comm.timeouts.connect`: 30 s unless configured)."""
+  from dask import distributed  # pylint: disable=g-import-not-at-top
+  try:
+    return distributed.Client(address)
+  except ValueError as error:  # "missing port number in address 'x'"
+    raise ValueError(f"{flag}={address} is not a scheduler address "
+                     f"({error}); give tcp://HOST:8786.") from None
+  except OSError as error:  # "Timed out trying to connect to ..."
+    raise ValueError(f"{flag}={address}: no Dask scheduler answered "
+                     f"({error}).") from None
 
 
 @contextlib.contextmanager

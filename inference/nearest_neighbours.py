@@ -12,7 +12,8 @@ the other corpus. At scale (CCMatrix, WikiMatrix) they come from FAISS:
         beam of `ef_search` (approximate).
 
 Embeddings are read memory-mapped (`read_embeddings`) and copied into memory
-one shard at a time, L2-normalised, as float32: the queries by shards of
+one shard at a time, L2-normalised, as float32, each shard checked for NaN
+and infinity as it is read (`read_unit_rows`): the queries by shards of
 `query_shard_size` rows, the keys by shards of `key_shard_size` rows, one
 index each, and each query's top k merged across the key shards
 (`merge_top_k`). Corpora larger than memory are searched so; only the
@@ -61,7 +62,7 @@ def read_embeddings(path: str, flag: str) -> np.ndarray:
   try:
     array = np.load(path, mmap_mode="r", allow_pickle=False)
   except (ValueError, OSError) as error:
-    raise ValueError(f"{flag}={path} is not a .npy array ({error}).") from None
+    raise ValueError(_not_npy(path, flag, error)) from None
   if not isinstance(array, np.ndarray):
     raise ValueError(f"{flag}={path} is not a .npy array (an .npz archive?).")
   if array.ndim != 2 or array.dtype.kind != "f":
@@ -74,12 +75,44 @@ def read_embeddings(path: str, flag: str) -> np.ndarray:
   return array
 
 
+def _not_npy(path: str, flag: str, error: Exception) -> str:
+  """Why `np.load` refused `path`: NumPy's `error`, but for a file that
+  does not begin as a .npy does (text, any other binary), which NumPy calls
+  pickled data with a hint at its Python API."""
+  try:
+    with open(path, "rb") as f:
+      head = f.read(len(np.lib.format.MAGIC_PREFIX))
+  except OSError:
+    head = np.lib.format.MAGIC_PREFIX  # unreadable: NumPy's error says so
+  if head != np.lib.format.MAGIC_PREFIX:
+    return f"{flag}={path} is not a NumPy .npy file."
+  return f"{flag}={path} is not a .npy array ({error})."
+
+
 def unit_rows(rows: np.ndarray) -> np.ndarray:
   """`rows` as contiguous float32, each scaled to length 1 (zero rows stay
   zero)."""
   rows = np.array(rows, dtype=np.float32, copy=True, order="C")
   norms = np.linalg.norm(rows, axis=1, keepdims=True)
   rows /= np.maximum(norms, 1e-12)
+  return rows
+
+
+def read_unit_rows(embeddings: np.ndarray, start: int, stop: int
+                   ) -> np.ndarray:
+  """Rows [start, stop) of `embeddings` (memory-mapped: read now) as
+  `unit_rows`; ValueError, one sentence naming their .npy file, when a row
+  holds NaN or infinity (FAISS would rank it anywhere, and its margin
+  scores be NaN). Checked shard by shard as the search reads them."""
+  with np.errstate(invalid="ignore", over="ignore"):  # said below instead
+    rows = unit_rows(embeddings[start:stop])  # [stop - start, dim]
+  finite = np.isfinite(rows).all(axis=1)  # a NaN or inf leaves NaN in a row
+  if not finite.all():
+    path = getattr(embeddings, "filename", None)
+    where = f"{path} holds" if path else "The embeddings hold"
+    raise ValueError(f"{where} non-finite values (NaN or infinity), first in "
+                     f"row {start + int(np.argmin(finite))}; mine finite "
+                     "embeddings.")
   return rows
 
 
@@ -126,10 +159,21 @@ def check_index(config: IndexConfig, num_keys: int,
           f"--index=ivf with --nlist={config.nlist} needs at least that many "
           f"sentences in each indexed shard to train its cells; the smallest "
           f"holds {smallest}: lower --nlist, or use --index=flat.")
-  if config.kind == "hnsw" and (config.hnsw_m < 2 or config.ef_search < 1
-                                or config.ef_construction < 1):
-    raise ValueError("--hnsw_m must be 2 or more, --ef_search and "
-                     "--ef_construction 1 or more.")
+  if config.kind == "hnsw":
+    _check_hnsw(config)
+
+
+def _check_hnsw(config: IndexConfig) -> None:
+  """The one HNSW setting at fault, by its flag (`ef_construction` has none:
+  only the Python API sets it)."""
+  if config.hnsw_m < 2:
+    raise ValueError(f"--hnsw_m must be 2 or more, got {config.hnsw_m}.")
+  if config.ef_search < 1:
+    raise ValueError(f"--ef_search must be 1 or more, got "
+                     f"{config.ef_search}.")
+  if config.ef_construction < 1:
+    raise ValueError("IndexConfig.ef_construction must be 1 or more, got "
+                     f"{config.ef_construction}.")
 
 
 def build_index(keys: np.ndarray, config: IndexConfig):
@@ -184,11 +228,11 @@ def search(queries: np.ndarray, keys: np.ndarray, k: int,
   similarities = np.full((len(queries), k), -np.inf, dtype=np.float32)
   indices = np.full((len(queries), k), -1, dtype=np.int64)
   for key_start, key_stop in shard_bounds(len(keys), key_shard_size):
-    index = build_index(unit_rows(keys[key_start:key_stop]), config)
+    index = build_index(read_unit_rows(keys, key_start, key_stop), config)
     shard_k = min(k, key_stop - key_start)
     for start, stop in shard_bounds(len(queries), query_shard_size):
-      found, found_indices = index.search(unit_rows(queries[start:stop]),
-                                          shard_k)
+      found, found_indices = index.search(
+          read_unit_rows(queries, start, stop), shard_k)
       found_indices = np.where(found_indices >= 0, found_indices + key_start,
                                -1)
       found = np.where(found_indices >= 0, found, -np.inf)

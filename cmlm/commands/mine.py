@@ -29,6 +29,8 @@ and --shard_size queries a task, the pairs of one process, and a killed
 worker's shards run again elsewhere (inference/dask_encoding.py,
 inference/dask_mining.py).
 """
+import math
+
 from absl import flags
 
 from cmlm.commands import flag_parsing
@@ -106,6 +108,9 @@ def main(argv) -> None:
   if FLAGS.index_shard_size is not None and FLAGS.index_shard_size < 1:
     raise ValueError("--index_shard_size must be 1 or more, got "
                      f"{FLAGS.index_shard_size}.")
+  if FLAGS.threshold is not None and not math.isfinite(FLAGS.threshold):
+    raise ValueError(f"--threshold must be a finite score, got "
+                     f"{FLAGS.threshold}.")
   if FLAGS.dask_workers < 0:
     raise ValueError("--dask_workers must be 0 or more, got "
                      f"{FLAGS.dask_workers}.")
@@ -127,13 +132,11 @@ def _dask_client():
   """What opens the Dask client the encoding and search run on (--dask_workers,
   --dask_address): a context manager factory, entered once the inputs are
   checked; None to search in this process."""
-  # pylint: disable=g-import-not-at-top
+  from cmlm.inference import dask_mining  # pylint: disable=g-import-not-at-top
   if FLAGS.dask_workers:
-    from cmlm.inference import dask_mining
     return lambda: dask_mining.local_client(FLAGS.dask_workers)
   if FLAGS.dask_address:
-    from dask import distributed
-    return lambda: distributed.Client(FLAGS.dask_address)
+    return lambda: dask_mining.remote_client(FLAGS.dask_address)
   return None
 
 

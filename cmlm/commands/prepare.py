@@ -100,6 +100,16 @@ def define_beam_flags(flag_values: flags.FlagValues, module_name: str) -> None:
                     module_name=module_name)
 
 
+def check_beam_flags(flag_values: flags.FlagValues) -> None:
+  """ValueError, one sentence naming the flag, for a value of
+  `define_beam_flags`'s flags Beam cannot run with (said before it loads:
+  a negative `--direct_num_workers` ended in Beam's IndexError)."""
+  workers = flag_values.direct_num_workers
+  if workers < 0:
+    raise ValueError(f"--direct_num_workers must be 0 (one process per CPU "
+                     f"core) or more, got {workers}.")
+
+
 define_beam_flags(FLAGS, __name__)
 flags.DEFINE_integer("dask_workers", 0, "DaskRunner without "
                      "--dask_client_address or --dask_scheduler_file after "
@@ -163,6 +173,7 @@ def main(argv) -> None:
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("prepare needs --input=CORPUS and --output=PREFIX.")
   atomic_file.check_output_path(FLAGS.output, "--output")  # a prefix
+  check_beam_flags(FLAGS)
   if (FLAGS.data == "pairs" and FLAGS.pair_unit == "sequence"
       and not FLAGS.vocab_file):
     raise ValueError("--pair_unit=sequence packs sentences to the run's "

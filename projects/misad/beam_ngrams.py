@@ -151,6 +151,23 @@ class NgramsResult:
   seconds: float
 
 
+def _nothing_marked(input_spec: str, counts: beam_text.Counts) -> str:
+  """Why the job marked no sentence: a corpus left without a sentence once
+  its lines that are not UTF-8 (and its binary files) were skipped is said
+  to be no UTF-8 text, as `ngrams` says it."""
+  skipped = [f"{count} {what}{'' if count == 1 else 's'}{why}"
+             for count, what, why in (
+                 (counts.get("lines_not_utf8"), "line", " not UTF-8"),
+                 (counts.get("files_binary"), "binary file", " (a NUL byte)"))
+             if count]
+  if skipped and not counts.get("ngram_sentences"):
+    return (f"The corpus {input_spec!r} is not UTF-8 text: "
+            f"{' and '.join(skipped)} skipped, no sentence left; convert it "
+            "to UTF-8. Nothing was written.")
+  return (f"The corpus {input_spec!r} has no sentence with an n-gram; "
+          "nothing was written.")
+
+
 def prepare_ngrams(input_spec: str, output_prefix: str,
                    config: pmi_ngrams.PmiConfig, scope: str = "document",
                    num_shards: int = 16, seed: int = 0,
@@ -204,8 +221,8 @@ def prepare_ngrams(input_spec: str, output_prefix: str,
     documents = beam_shards.read_summary(directory, names)
     if not sum(documents.values()):
       raise corpus.CorpusError(
-          f"The corpus {input_spec!r} has no sentence with an n-gram; "
-          f"nothing was written.\n{beam_text.report_table(counts, REPORT_ROWS)}")
+          f"{_nothing_marked(input_spec, counts)}\n"
+          f"{beam_text.report_table(counts, REPORT_ROWS)}")
     shard_paths = beam_shards.publish(directory, names, output_prefix,
                                       old_outputs, "", lambda: None)
   return NgramsResult(shard_paths, counts, documents,

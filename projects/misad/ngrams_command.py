@@ -13,6 +13,7 @@ from absl import flags
 
 from cmlm import commands
 from cmlm.commands import flag_parsing
+from cmlm.data_pipelines import atomic_file
 
 FLAGS = flag_parsing.command_flags(__name__)
 flags.DEFINE_string("input", None, "The corpus: a file, a directory (its "
@@ -59,6 +60,7 @@ def main(argv) -> None:
   flag_parsing.parse("ngrams", __doc__, FLAGS, argv)
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("ngrams needs --input=CORPUS and --output=FILE.")
+  atomic_file.check_output_path(FLAGS.output, "--output", directory=False)
   if os.path.exists(FLAGS.output) and not FLAGS.overwrite:
     raise FileExistsError(f"--output={FLAGS.output} exists; pass --overwrite "
                           "to replace it.")

@@ -20,6 +20,7 @@ from absl import flags
 from cmlm import commands
 from cmlm.commands import flag_parsing
 from cmlm.commands import prepare
+from cmlm.data_pipelines import atomic_file
 from cmlm.projects.misad import ngrams_command
 
 FLAGS = flag_parsing.command_flags(__name__)
@@ -53,6 +54,8 @@ def main(argv) -> None:
   if not FLAGS.input or not FLAGS.output:
     raise ValueError("prepare_ngrams needs --input=CORPUS and "
                      "--output=PREFIX.")
+  atomic_file.check_output_path(FLAGS.output, "--output")  # a prefix
+  prepare.check_beam_flags(FLAGS)
   prepare.exit_without_beam("prepare_ngrams")
   args = prepare.pipeline_args(FLAGS.runner, FLAGS.direct_num_workers,
                                passed_through)

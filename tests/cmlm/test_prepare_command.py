@@ -55,6 +55,18 @@ def test_without_beam_one_line_says_how_to_install_it(monkeypatch, capsys,
   assert not list(tmp_path.iterdir())
 
 
+def test_a_negative_direct_num_workers_is_refused_before_beam_loads(
+    monkeypatch, tmp_path):
+  """Beam stopped on it with an IndexError's traceback; 0 is Beam's one
+  process per core, so only a negative count is refused."""
+  monkeypatch.setitem(sys.modules, "apache_beam", None)  # not loaded first
+  with pytest.raises(ValueError, match=r"^--direct_num_workers must be 0 "
+                     r"\(one process per CPU core\) or more, got -1\.$"):
+    prepare.main([f"--input={tmp_path}", f"--output={tmp_path}/p",
+                  "--pair_unit=sentence", "--direct_num_workers=-1"])
+  assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow
 def test_prepare_writes_records_a_manifest_and_the_table(tmp_path):
   pytest.importorskip("apache_beam", reason="Apache Beam is an extra: pip "

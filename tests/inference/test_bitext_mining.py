@@ -192,3 +192,16 @@ def test_an_index_that_cannot_hold_the_corpus_is_refused_before_search():
     bitext_mining.mine(source, target, config=IndexConfig("ivf", nlist=500))
   with pytest.raises(ValueError, match="16 dimensions"):
     bitext_mining.mine(source, target[:, :8])
+
+
+@pytest.mark.parametrize("config, line", [
+    (IndexConfig("hnsw", hnsw_m=0), "--hnsw_m must be 2 or more, got 0."),
+    (IndexConfig("hnsw", ef_search=0), "--ef_search must be 1 or more, got 0."),
+    (IndexConfig("hnsw", ef_construction=0),
+     "IndexConfig.ef_construction must be 1 or more, got 0.")])
+def test_an_hnsw_setting_at_fault_is_named_alone(config, line):
+  """Each by its flag (`mine` has no --ef_construction: it was named in
+  every one of these)."""
+  with pytest.raises(ValueError) as raised:
+    nearest_neighbours.check_index(config, 30)
+  assert str(raised.value) == line

@@ -113,6 +113,68 @@ def test_arrays_in_memory_are_refused_before_any_search(mapped):
     bitext_mining.mine(np.array(source), target, client=object())
 
 
+class InProcessClient:
+  """The little of a dask.distributed Client `dask_mining.search` uses,
+  running each task at once in this process; a task that raises fails the
+  test (a worker would log it with its traceback)."""
+
+  def scatter(self, value, broadcast):
+    del broadcast
+    return value
+
+  def submit(self, task, *args, pure):
+    del pure
+    try:
+      result = task(*args)
+    except Exception as error:  # pylint: disable=broad-except
+      pytest.fail(f"a task raised {error!r}: its worker would log it")
+    return type("Done", (), {"result": lambda self: result})()
+
+  def cancel(self, future):
+    pass
+
+
+def test_a_query_shard_with_nan_is_the_search_s_error_not_a_failed_task(
+    mapped, tmp_path):
+  """Raised in a task, the worker logs it with its traceback before the
+  command's one line; the task returns it and the client raises it."""
+  source, target = mapped
+  rows = np.array(source)
+  rows[57, 3] = np.nan
+  np.save(tmp_path / "nan.npy", rows)
+  queries = np.load(tmp_path / "nan.npy", mmap_mode="r")
+  with pytest.raises(ValueError) as raised:
+    dask_mining.search(InProcessClient(), queries, target, 4,
+                       query_shard_size=50)
+  assert str(raised.value) == (
+      f"{tmp_path / 'nan.npy'} holds non-finite values (NaN or infinity), "
+      "first in row 57; mine finite embeddings.")
+  with pytest.raises(ValueError, match="nan.npy holds non-finite values"):
+    dask_mining.search(InProcessClient(), target, queries, 4)  # as keys
+
+
+def test_a_scheduler_address_that_does_not_answer_is_one_sentence(
+    mapped, tmp_path):
+  """Nothing listening at --dask_address was Dask's 65-line traceback,
+  after its connect timeout (30 s; here shortened); a malformed address,
+  Dask's sentence without the flag."""
+  import dask  # pylint: disable=g-import-not-at-top
+  from cmlm.commands import mine  # pylint: disable=g-import-not-at-top
+  output = tmp_path / "pairs.tsv"
+  args = [f"--source_embeddings={tmp_path}/source.npy",
+          f"--target_embeddings={tmp_path}/target.npy",
+          f"--output={output}", "--noprogress"]
+  with dask.config.set({"distributed.comm.timeouts.connect": "0.2s"}):
+    with pytest.raises(ValueError, match=r"^--dask_address=tcp://127\.0\.0"
+                       r"\.1:1: no Dask scheduler answered \(Timed out "
+                       r"trying to connect"):
+      mine.main(args + ["--dask_address=tcp://127.0.0.1:1"])
+  with pytest.raises(ValueError, match=r"^--dask_address=nowhere is not a "
+                     r"scheduler address \(.*\); give tcp://HOST:8786\.$"):
+    mine.main(args + ["--dask_address=nowhere"])
+  assert not output.exists()
+
+
 @pytest.mark.slow
 def test_the_command_on_a_local_cluster_writes_the_pairs_of_one_process(
     mapped, tmp_path):

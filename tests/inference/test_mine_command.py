@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from cmlm.inference import bitext_mining
+from cmlm.inference import nearest_neighbours
 from tests.export import export_helpers
 
 run_cli = export_helpers.run_cli
@@ -45,7 +46,7 @@ def _bad_inputs(d):
       (embeddings + ["--index=ivf", "--nlist=64"],
        "--index=ivf with --nlist=64 needs at least that many sentences"),
       ([source, f"--target_embeddings={d}/text.npy"],
-       f"--target_embeddings={d}/text.npy is not a .npy array"),
+       f"--target_embeddings={d}/text.npy is not a NumPy .npy file."),
       ([source, f"--target_embeddings={d}/ints.npy"],
        f"--target_embeddings={d}/ints.npy holds int8 [30, 8]; expected float"),
       ([source, f"--target_embeddings={d}/cube.npy"],
@@ -84,6 +85,51 @@ def test_each_bad_input_is_one_line_exit_2_and_no_output(corpora):
         f"cmlm mine: error: {words}"), (args, lines)
     assert not output.exists()
     assert not [n for n in os.listdir(corpora) if n.startswith(".tmp-")]
+
+
+def test_a_file_that_is_not_a_npy_is_said_so_without_a_pickle_hint(tmp_path):
+  """Text or other bytes were "pickled (object) data", with a hint at
+  NumPy's `allow_pickle=`; a .npy cut short keeps NumPy's reason."""
+  (tmp_path / "s.txt").write_text("a sentence\n")
+  (tmp_path / "bytes.npy").write_bytes(bytes(range(256)))
+  for path in (tmp_path / "s.txt", tmp_path / "bytes.npy"):
+    with pytest.raises(ValueError) as raised:
+      nearest_neighbours.read_embeddings(str(path), "--target_embeddings")
+    assert str(raised.value) == (
+        f"--target_embeddings={path} is not a NumPy .npy file.")
+  np.save(tmp_path / "cut.npy", np.zeros((30, 8), np.float32))
+  os.truncate(tmp_path / "cut.npy", 200)
+  with pytest.raises(ValueError, match=r"cut\.npy is not a \.npy array \("):
+    nearest_neighbours.read_embeddings(str(tmp_path / "cut.npy"), "--x")
+
+
+def test_non_finite_embeddings_or_threshold_are_refused(corpora):
+  """NaN embeddings were mined into `nan 0 -1` rows, and --threshold=nan
+  into an empty file, both with status 0. The embeddings are checked shard
+  by shard as the search reads them (the row found in a later shard)."""
+  from cmlm.commands import mine  # pylint: disable=g-import-not-at-top
+  nan = np.load(corpora / "target.npy")
+  nan[23, 2] = np.nan
+  np.save(corpora / "nan.npy", nan)
+  inf = np.load(corpora / "source.npy")
+  inf[5, 0] = -np.inf
+  np.save(corpora / "inf.npy", inf)
+  output = corpora / "pairs.tsv"
+  for source, target, path, row in (("source", "nan", "nan.npy", 23),
+                                    ("inf", "target", "inf.npy", 5)):
+    with pytest.raises(ValueError) as raised:
+      mine.main([f"--source_embeddings={corpora}/{source}.npy",
+                 f"--target_embeddings={corpora}/{target}.npy",
+                 f"--output={output}", "--shard_size=10", "--noprogress"])
+    assert str(raised.value) == (
+        f"{corpora / path} holds non-finite values (NaN or infinity), first "
+        f"in row {row}; mine finite embeddings.")
+  with pytest.raises(ValueError, match=r"^--threshold must be a finite "
+                     r"score, got nan\.$"):
+    mine.main([f"--source_embeddings={corpora}/source.npy",
+               f"--target_embeddings={corpora}/target.npy",
+               f"--output={output}", "--threshold=nan"])
+  assert not output.exists()
 
 
 def test_an_existing_output_is_kept_without_overwrite(corpora):

@@ -86,6 +86,42 @@ def test_corpus_scope_marks_with_the_corpus_wide_top_ngrams(tmp_path):
   assert blocks(per_document.shard_paths) != expected
 
 
+def test_a_corpus_that_is_not_utf8_text_is_said_so(tmp_path):
+  """As `ngrams` says it; the job said only "has no sentence with an
+  n-gram" (its table counted the lines skipped)."""
+  latin1 = tmp_path / "latin1.txt"
+  latin1.write_bytes(b"caf\xe9 cr\xe8me. caf\xe9 cr\xe8me again.\n")
+  with pytest.raises(ValueError, match=r"^The corpus '.*latin1\.txt' is not "
+                     r"UTF-8 text: 1 line not UTF-8 skipped, no sentence "
+                     r"left; convert it to UTF-8\. Nothing was written\.\n"):
+    beam_ngrams.prepare_ngrams(str(latin1), str(tmp_path / "out" / "ng"),
+                               pmi_ngrams.PmiConfig(), num_shards=1,
+                               pipeline_args=IN_PROCESS)
+  assert os.listdir(tmp_path) == ["latin1.txt"]
+
+
+def test_command_refuses_a_bad_output_or_worker_count_before_beam_loads(
+    monkeypatch, tmp_path):
+  """As `prepare` does: an output under a file (was TensorFlow's
+  FailedPreconditionError traceback) and a negative --direct_num_workers
+  (was Beam's IndexError traceback), one sentence naming the flag."""
+  from cmlm.projects.misad import prepare_ngrams_command  # pylint: disable=g-import-not-at-top
+  text = write_corpus(tmp_path / "corpus")
+  (tmp_path / "s.txt").write_text("a file\n")
+  monkeypatch.setitem(sys.modules, "apache_beam", None)  # not loaded first
+  with pytest.raises(ValueError, match=r"^--output=.*s\.txt/x is under "
+                     r".*s\.txt, which is a file; name a path in a "
+                     r"directory\.$"):
+    prepare_ngrams_command.main([f"--input={text}",
+                                 f"--output={tmp_path / 's.txt' / 'x'}"])
+  with pytest.raises(ValueError, match=r"^--direct_num_workers must be 0 "
+                     r"\(one process per CPU core\) or more, got -1\.$"):
+    prepare_ngrams_command.main([f"--input={text}",
+                                 f"--output={tmp_path / 'out' / 'ng'}",
+                                 "--direct_num_workers=-1"])
+  assert sorted(os.listdir(tmp_path)) == ["corpus", "s.txt"]
+
+
 @pytest.mark.slow
 def test_command_rerun_gives_the_same_bytes_and_refuses_to_overwrite(
     tmp_path):

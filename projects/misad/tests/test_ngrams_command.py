@@ -60,6 +60,29 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path):
   assert result.returncode == 2 and "top_k must be 1 or more" in result.stderr
 
 
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_an_output_that_is_a_directory_or_under_a_file_is_named_so(
+    tmp_path, overwrite):
+  """A directory was "exists; pass --overwrite" (and with it, an
+  IsADirectoryError traceback); a path under a file, "The output directory
+  ... does not exist"."""
+  from cmlm.projects.misad import ngrams_command  # pylint: disable=g-import-not-at-top
+  corpus = tmp_path / "c.txt"
+  corpus.write_text("a b. a b.\n")
+  (tmp_path / "empty").mkdir()
+  with pytest.raises(ValueError, match=r"^--output=.*empty is a directory; "
+                     r"name a file\.$"):
+    ngrams_command.main([f"--input={corpus}",
+                         f"--output={tmp_path / 'empty'}", *overwrite])
+  with pytest.raises(ValueError, match=r"^--output=.*c\.txt/x is under "
+                     r".*c\.txt, which is a file; name a path in a "
+                     r"directory\.$"):
+    ngrams_command.main([f"--input={corpus}",
+                         f"--output={corpus / 'x'}", *overwrite])
+  assert sorted(os.listdir(tmp_path)) == ["c.txt", "empty"]
+  assert not os.listdir(tmp_path / "empty")
+
+
 def test_help_lists_the_command_s_own_flags_and_the_command_is_listed():
   """The project's command is registered: in `python -m cmlm --help` and
   with exactly its own flags (moved from tests/cmlm/test_cli.py)."""
