@@ -109,6 +109,9 @@ def _read_bytes(path: str) -> bytes:
     raise VocabularyError('No vocabulary file was given.')
   if not tf.io.gfile.exists(path):
     raise VocabularyError(f'The vocabulary file {path!r} does not exist.')
+  if tf.io.gfile.isdir(path):
+    raise VocabularyError(f'The vocabulary file {path!r} is a directory; '
+                          'give the vocab.txt file (one token a line).')
   with tf.io.gfile.GFile(path, 'rb') as f:
     return f.read()
 

@@ -24,6 +24,10 @@ def test_missing_vocab_file_is_a_clear_error(tmp_path):
   with pytest.raises(vocabulary.VocabularyError,
                      match=f"The vocabulary file '{path}' does not exist"):
     vocabulary.load_vocab(str(path))
+  # A directory was TensorFlow's FailedPreconditionError, a traceback.
+  with pytest.raises(vocabulary.VocabularyError,
+                     match=f"The vocabulary file '{tmp_path}' is a directory"):
+    vocabulary.load_vocab(str(tmp_path))
 
 
 def test_vocab_without_special_tokens_names_them_and_the_file(tmp_path):
