@@ -78,6 +78,10 @@ def make_strategy(params):
   except (ValueError, tf.errors.OpError) as error:
     if choice.strategy != "tpu":
       raise
+    if not choice.tpu:
+      raise ValueError("--strategy=tpu found no TPU on this machine; give "
+                       "--tpu=NAME (a Cloud TPU's name or grpc:// address) "
+                       "or set runtime.tpu.") from None
     raise ValueError(f"No TPU found for --tpu={choice.tpu!r} "
                      f"(runtime.tpu): {str(error).splitlines()[0]}") from None
 

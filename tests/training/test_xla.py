@@ -14,6 +14,7 @@ import tensorflow as tf
 import tf_keras
 
 from cmlm.training import run_config
+from cmlm.training import train
 from cmlm.data_pipelines import cmlm_dataloader
 from tests import train_worker
 from tests import helpers
@@ -75,6 +76,21 @@ def test_tpu_flags_set_the_tpu_strategy_and_its_address():
   params = run_config.build_params("cmlm/tiny", strategy="tpu", tpu="local")
   assert params.runtime.distribution_strategy == "tpu"
   assert params.runtime.tpu == "local"
+
+
+def test_the_tpu_strategy_with_no_tpu_named_or_found_asks_for_one(
+    monkeypatch):
+  """It said "No TPU found for --tpu=None", naming a flag not given."""
+  def no_tpu(**kwargs):
+    raise ValueError("Please provide a TPU Name to connect to.")
+  monkeypatch.setattr(train.distribute_utils, "get_distribution_strategy",
+                      no_tpu)
+  params = run_config.build_params("cmlm/tiny", strategy="tpu", quiet=True)
+  with pytest.raises(ValueError) as raised:
+    train.make_strategy(params)
+  assert str(raised.value) == (
+      "--strategy=tpu found no TPU on this machine; give --tpu=NAME (a Cloud "
+      "TPU's name or grpc:// address) or set runtime.tpu.")
 
 
 @pytest.mark.slow
