@@ -201,8 +201,8 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
     items = dict(encoder=checkpoints.encoder_view(encoder, checkpoint_path)[0])
     if head is not None:
       items[f"{name}_head"] = head
-    status = tf.train.Checkpoint(**items).read(checkpoint_path)
-    status.expect_partial().assert_existing_objects_matched()
+    checkpoints.read_partial(tf.train.Checkpoint(**items), checkpoint_path
+                             ).assert_existing_objects_matched()
   except _READ_ERRORS as error:
     raise ValueError(_unreadable(checkpoint_path, error)) from None
   return (encoder, head) if with_mlm_head else encoder
