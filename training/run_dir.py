@@ -19,7 +19,6 @@ import os
 from typing import Optional
 
 import tensorflow as tf
-import yaml
 
 from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
@@ -30,6 +29,7 @@ from official.modeling.hyperparams import params_dict
 from cmlm.training import checkpoint_integrity
 from cmlm.training import checkpoints
 from cmlm.training import compat
+from cmlm.training import config_inputs
 from cmlm.training import task as task_lib
 
 PARAMS_FILE = "params.yaml"
@@ -60,14 +60,18 @@ def load_params(model_dir: str) -> cfg.ExperimentConfig:
   older version's keys upgraded, `compat.upgrade_params`)."""
   check_run_dir(model_dir)
   path = os.path.join(model_dir, PARAMS_FILE)
+  saved = config_inputs.read_yaml(path, path)
+  if not isinstance(saved, dict):
+    held = "is empty: it holds no config" if saved is None else (
+        f"holds a {type(saved).__name__}, not a config")
+    raise ValueError(f"{path} {held} (train writes the run's whole config "
+                     "there).")
   try:
-    saved = compat.upgrade_params(params_dict.read_yaml_to_params_dict(path)
-                                  .as_dict())
+    saved = compat.upgrade_params(params_dict.ParamsDict(saved).as_dict())
     params = cfg.ExperimentConfig(task=task_lib.SentenceEncoderTaskConfig())
     params.override(saved, is_strict=True)
     return params
-  except (KeyError, ValueError, TypeError, AttributeError,
-          yaml.YAMLError) as error:
+  except (KeyError, ValueError, TypeError, AttributeError) as error:
     raise ValueError(f"{path} is not the config of a sentence-encoder run of "
                      f"this garden: {error}") from None
 

@@ -185,6 +185,23 @@ def test_atomic_directory_gets_the_mode_the_umask_gives(tmp_path, umask,
   assert stat.S_IMODE(os.stat(tmp_path / "models" / "1").st_mode) == mode
 
 
+@pytest.mark.parametrize("content, fault", [
+    ("task:\n  model: [1, 2\n  seed: 3\n", "is not valid YAML at line 3, "
+     "column 7: expected ',' or ']', but got ':'."),
+    ("", "is empty: it holds no config (train writes the run's whole config "
+     "there)."),
+])
+def test_cli_reports_a_params_yaml_that_does_not_read_in_one_line(
+    tmp_path, capsys, content, fault):
+  params_path = tmp_path / "params.yaml"
+  params_path.write_text(content)
+  status, stderr = helpers.run_command(
+      ["export", f"--model_dir={tmp_path}",
+       f"--export_dir={tmp_path / 'export'}"], capsys)
+  assert (status, stderr) == (2, [f"cmlm export: error: {params_path} {fault}"])
+  assert not (tmp_path / "export").exists()
+
+
 def test_cli_reports_a_missing_checkpoint_in_one_line(tmp_path, capsys):
   (tmp_path / "params.yaml").write_text("task: {}\n")
   status, stderr = helpers.run_command(
