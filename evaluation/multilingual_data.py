@@ -33,6 +33,11 @@ def aligned_pool(paths: Dict[str, str], size: int) -> Dict[str, List[str]]:
     sizes = ", ".join(f"{paths[language]} has {len(sentences)}"
                       for language, sentences in pool.items())
     raise ValueError(f"The pool files are not line-aligned: {sizes} lines.")
+  lines = len(next(iter(pool.values()), []))
+  if lines < 2:
+    raise ValueError(f"The pool files ({', '.join(paths.values())}) hold "
+                     f"{lines} line(s) each; fitting each language's "
+                     "principal component needs 2 or more.")
   return pool
 
 

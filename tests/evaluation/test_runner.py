@@ -1,6 +1,7 @@
 """The eval runner: task registry, data read before the model, the report."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -215,6 +216,24 @@ def test_the_eval_command_reads_its_flags_and_fails_on_the_data_first(
   assert not (tmp_path / "report").exists()
   with pytest.raises(ValueError, match="--model is required"):
     eval_command.main(argv)
+
+
+def test_a_language_pool_too_small_to_fit_is_refused_before_the_model_loads(
+    tmp_path):
+  (tmp_path / "not_a_model").mkdir()  # its loading would fail: never tried
+  one = tmp_path / "one.en"
+  one.write_text("just one\n")
+  argv = [f"--model={tmp_path / 'not_a_model'}", "--tasks=langdist",
+          f"--langdist_pool=en={one}", f"--report_dir={tmp_path / 'report'}"]
+  with pytest.raises(ValueError, match=r"^--langdist_size must be 2 or more "
+                     r"\(each language's principal component is fitted on "
+                     r"its sentences\), got 0\.$"):
+    eval_command.main(argv + ["--langdist_size=0"])
+  with pytest.raises(ValueError, match=re.escape(
+      f"The pool files ({one}) hold 1 line(s) each; fitting each language's "
+      "principal component needs 2 or more.")):
+    eval_command.main(argv)
+  assert not (tmp_path / "report").exists()
 
 
 class _Preprocessor(tf.Module):
