@@ -107,6 +107,6 @@ def read_mining_test(source_path: str, target_path: str, gold_path: str):
   source = bitext_readers.read_mining_corpus(source_path)
   target = bitext_readers.read_mining_corpus(target_path)
   gold = bitext_readers.read_gold_pairs(
-      text_files.require_file(gold_path, "gold pairs (SOURCE_ID TAB "
-                              "TARGET_ID a line)"), source, target)
+      text_files.require_file(gold_path, bitext_readers.GOLD_PAIRS), source,
+      target)
   return source, target, gold

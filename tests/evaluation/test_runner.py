@@ -316,3 +316,27 @@ def test_mining_and_language_distribution_from_the_users_files(tmp_path):
   with pytest.raises(ValueError, match="mining needs all of --mining_source"):
     runner.run_evaluation("toy", ["mining"], options,
                           encoder=bag_of_words_encoder)
+
+
+@pytest.mark.parametrize("line, found", [("s0\tt0\tx", 3), ("s0 t0 x", 3),
+                                         ("s0", 1)])
+def test_a_gold_line_is_read_and_refused_as_the_help_says(tmp_path, line,
+                                                           found):
+  (tmp_path / "source.txt").write_text("s0\tcat\ns1\tdog\n")
+  (tmp_path / "target.txt").write_text("t0\tcat\nt1\tdog\n")
+  gold = tmp_path / "gold.txt"
+  gold.write_text(f"s1 t1\n{line}\n")  # a space, or a TAB, between the ids
+  options = EvalOptions(report_dir=str(tmp_path / "report"),
+                        show_progress=False,
+                        mining_source=str(tmp_path / "source.txt"),
+                        mining_target=str(tmp_path / "target.txt"),
+                        mining_gold=str(gold))
+  with pytest.raises(ValueError) as raised:
+    runner.run_evaluation("toy", ["mining"], options,
+                          encoder=bag_of_words_encoder)
+  assert str(raised.value) == (
+      f"{gold}, line 2: expected 2 fields (source_id, target_id) separated "
+      f"by a TAB, or by one space on a line without a TAB; found {found}.")
+  help_text = " ".join(eval_command.FLAGS["mining_gold"].help.split())
+  assert ("'SOURCE_ID TAB TARGET_ID' a line (or one space in place of the "
+          "TAB)") in help_text
