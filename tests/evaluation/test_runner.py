@@ -275,6 +275,11 @@ def test_tf_hub_pair_in_one_directory_or_two(tmp_path):
   (tmp_path / "nothing").mkdir()
   with pytest.raises(FileNotFoundError, match="nothing is not a SavedModel"):
     encoders.load_encoder(f"{tmp_path}/pair/encoder,{tmp_path}/nothing")
+  pair = f"{tmp_path}/pair/encoder,{tmp_path}/pair/encoder"
+  with pytest.raises(ValueError, match=(
+      f"^--model={re.escape(pair)}: the second directory is not a "
+      "preprocessor \\(it does not take text\\); [^\n]*$")):
+    encoders.load_encoder(pair)
 
 
 def test_mining_and_language_distribution_from_the_users_files(tmp_path):
