@@ -22,7 +22,7 @@ from cmlm.training import run_dir
 def read_samples(spec: str, sample_size: int) -> Dict[str, List[str]]:
   """{language: up to sample_size non-empty lines} of 'lang=file,...'."""
   samples = {}
-  for lang, path in corpus.parse_language_corpora(spec).items():
+  for lang, path in corpus.parse_language_files(spec).items():
     lines = [s for s in text_inputs.read_input(path, "txt") if s.strip()]
     if len(lines) < 2:
       raise ValueError(f"{path} has {len(lines)} non-empty line(s); fitting "

@@ -77,13 +77,47 @@ def parse_language_corpora(spec: str) -> Dict[str, str]:
   path spec of `expand_path_spec`); ValueError, one sentence, for a part
   that is not LANGUAGE=PATH."""
   languages = {}
+  for lang, path in _language_parts(
+      spec, "PATH", "a multilingual --input reads "
+      "'en=corpus_en/,de=corpus_de.txt'"):
+    languages.setdefault(lang, []).append(path)
+  return {lang: ",".join(paths) for lang, paths in languages.items()}
+
+
+def parse_language_files(spec: str) -> Dict[str, str]:
+  """An `--input` of one file a language (pcr's), 'en=a.txt,de=b.txt' ->
+  {'en': 'a.txt', 'de': 'b.txt'}; ValueError, one sentence, for a part that
+  is not LANGUAGE=FILE and for a language named twice.
+
+  Examples:
+    >>> parse_language_files("en=a.txt,en=b.txt")
+    Traceback (most recent call last):
+    ...
+    ValueError: --input names the language en twice (a.txt, b.txt); --input takes one file a language, e.g. --input=en=sample_en.txt,de=sample_de.txt.
+  """
+  files = {}
+  for lang, path in _language_parts(spec, "FILE", _ONE_FILE_A_LANGUAGE):
+    if lang in files:
+      raise ValueError(f"--input names the language {lang} twice "
+                       f"({files[lang]}, {path}); {_ONE_FILE_A_LANGUAGE}.")
+    files[lang] = path
+  return files
+
+
+# How an --input of one file a language reads, as its errors say it.
+_ONE_FILE_A_LANGUAGE = ("--input takes one file a language, e.g. "
+                        "--input=en=sample_en.txt,de=sample_de.txt")
+
+
+def _language_parts(spec: str, what: str, form: str
+                    ) -> Iterator[Tuple[str, str]]:
+  """(language, path) of each part of 'en=path,de=path2'; ValueError, one
+  sentence ending with `form`, for a part that is not LANGUAGE=`what`."""
   for part in (p.strip() for p in spec.split(",") if p.strip()):
     lang, sep, path = part.partition("=")
     if not sep or not lang or not path:
-      raise ValueError(f"{part!r} is not LANGUAGE=PATH; a multilingual "
-                       "--input reads 'en=corpus_en/,de=corpus_de.txt'.")
-    languages.setdefault(lang, []).append(path)
-  return {lang: ",".join(paths) for lang, paths in languages.items()}
+      raise ValueError(f"{part!r} is not LANGUAGE={what}; {form}.")
+    yield lang, path
 
 
 def check_path_spec(path_spec: str) -> None:

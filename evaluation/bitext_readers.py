@@ -5,7 +5,8 @@ mining corpora (Kiros et al. 2020, section 4.4) and line-aligned bitext.
     line i of one the translation of line i of the other.
   * BUCC: a monolingual corpus per language, `ID TAB sentence` a line (or
     plain sentences, one a line, whose ids are then their line numbers), and a
-    gold file `SOURCE_ID TAB TARGET_ID` of the parallel pairs.
+    gold file `SOURCE_ID TAB TARGET_ID` of the parallel pairs (a space in
+    place of the TAB is read too).
   * Line-aligned text (Multi30k, `.gz` or plain): one sentence a line.
 """
 import dataclasses
@@ -17,6 +18,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from cmlm.evaluation import text_files
 from cmlm.evaluation.text_files import DataFormatError
 
+# What a gold file holds, as errors and `eval --help` say it.
+GOLD_PAIRS = ("gold pairs (SOURCE_ID TAB TARGET_ID a line, or one space "
+              "between them)")
 _TATOEBA_FILE = re.compile(r"^tatoeba\.([^.]+)-eng\.\1$")
 
 
@@ -90,19 +94,29 @@ def read_mining_corpus(path: str) -> MiningCorpus:
   return MiningCorpus(ids, sentences, path)
 
 
+def _gold_ids(path: str, line: text_files.Line) -> Tuple[str, str]:
+  """The two ids of a gold line: split at its TAB, or, on a line without
+  one, at its space."""
+  text = line[1].strip()
+  fields = text.split("\t" if "\t" in text else " ")
+  if len(fields) != 2:
+    raise DataFormatError(
+        path, line[0], f"expected 2 fields (source_id, target_id) separated "
+        f"by a TAB, or by one space on a line without a TAB; found "
+        f"{len(fields)}.")
+  return fields[0], fields[1]
+
+
 def read_gold_pairs(path: str, source: MiningCorpus,
                     target: MiningCorpus) -> List[Tuple[int, int]]:
   """The gold parallel pairs as (source index, target index)."""
   source_index = {i: n for n, i in enumerate(source.ids)}
   target_index = {i: n for n, i in enumerate(target.ids)}
   pairs = []
-  for line in text_files.read_lines(path, "gold pairs (SOURCE_ID TAB "
-                                    "TARGET_ID a line)"):
+  for line in text_files.read_lines(path, GOLD_PAIRS):
     if not line[1].strip():
       continue
-    source_id, target_id = text_files.split_fields(
-        path, (line[0], line[1].strip()), ("source_id", "target_id"),
-        separator="\t" if "\t" in line[1] else " ")
+    source_id, target_id = _gold_ids(path, line)
     if source_id not in source_index:
       raise DataFormatError(path, line[0], f"the source id {source_id!r} is "
                             f"not in {source.path}.")

@@ -50,8 +50,9 @@ def get_tasks(names: Sequence[str]) -> List:
       hint = f"; did you mean {close.group(1)!r}?" if close else "."
       raise ValueError(
           f"Unknown MTEB task {name!r} in --mteb_tasks{hint} MTEB names its "
-          "tasks as in its registry, e.g. STSBenchmark, SICK-R, STS12 "
-          "(mteb.get_tasks() lists them).") from None
+          "tasks as in its registry, e.g. STSBenchmark, SICK-R, STS12; "
+          "`mteb available-tasks` (MTEB's own command, installed with it) "
+          "lists them, `--task-types STS` those of one type.") from None
   return tasks
 
 

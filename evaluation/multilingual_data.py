@@ -33,6 +33,11 @@ def aligned_pool(paths: Dict[str, str], size: int) -> Dict[str, List[str]]:
     sizes = ", ".join(f"{paths[language]} has {len(sentences)}"
                       for language, sentences in pool.items())
     raise ValueError(f"The pool files are not line-aligned: {sizes} lines.")
+  lines = len(next(iter(pool.values()), []))
+  if lines < 2:
+    raise ValueError(f"The pool files ({', '.join(paths.values())}) hold "
+                     f"{lines} line(s) each; fitting each language's "
+                     "principal component needs 2 or more.")
   return pool
 
 
@@ -102,6 +107,6 @@ def read_mining_test(source_path: str, target_path: str, gold_path: str):
   source = bitext_readers.read_mining_corpus(source_path)
   target = bitext_readers.read_mining_corpus(target_path)
   gold = bitext_readers.read_gold_pairs(
-      text_files.require_file(gold_path, "gold pairs (SOURCE_ID TAB "
-                              "TARGET_ID a line)"), source, target)
+      text_files.require_file(gold_path, bitext_readers.GOLD_PAIRS), source,
+      target)
   return source, target, gold

@@ -145,6 +145,10 @@ def run_evaluation(model: str, task_names: Sequence[str],
   if options.max_examples is not None and options.max_examples < 2:
     raise ValueError(f"--max_examples must be 2 or more, got "
                      f"{options.max_examples}.")
+  if options.langdist_size < 2:
+    raise ValueError(f"--langdist_size must be 2 or more (each language's "
+                     "principal component is fitted on its sentences), got "
+                     f"{options.langdist_size}.")
   report_lib.check_report_dir(options.report_dir)
   chosen, skipped = resolve_tasks(task_names, data_dir, task_data or {},
                                   options)

@@ -246,8 +246,53 @@ def hub_pair_embedder(encoder_dir: str, preprocessor_dir: str,
       raise FileNotFoundError(
           f"{model_name}: {path} is not a SavedModel (no saved_model.pb); "
           f"ENCODER_DIR,PREPROCESSOR_DIR expects the {what} there.")
-  return pair_embedder(_load_saved_model(preprocessor_dir),
-                       _load_saved_model(encoder_dir))
+  encoder = _load_saved_model(encoder_dir)
+  preprocessor = _load_saved_model(preprocessor_dir)
+  _check_pair(encoder, preprocessor, model_name, encoder_dir,
+              preprocessor_dir)
+  return pair_embedder(preprocessor, encoder)
+
+
+# What a TF-Hub BERT preprocessor has beside its call; an encoder has
+# neither.
+_PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
+# What calling a SavedModel with inputs it has no signature for raises.
+_CALL_ERRORS = (ValueError, TypeError, KeyError, tf.errors.OpError)
+
+
+def _check_pair(encoder, preprocessor, model_name: str, encoder_dir: str,
+                preprocessor_dir: str) -> None:
+  """The pair fits: the preprocessor turns text into inputs that the
+  encoder takes, giving a `"default"` embedding. Otherwise one line naming
+  `model_name` (`--model=ENCODER_DIR,PREPROCESSOR_DIR`), not TensorFlow's
+  dump of the signatures at the first batch; the two given the wrong way
+  round are said to be."""
+  given = f"{model_name}={encoder_dir},{preprocessor_dir}"
+  if _looks_like_preprocessor(encoder):
+    swapped = "" if _looks_like_preprocessor(preprocessor) else (
+        f": {model_name}={preprocessor_dir},{encoder_dir}")
+    raise ValueError(
+        f"{given}: the first directory looks like a preprocessor (it has "
+        f"{' and '.join(_PREPROCESSOR_PARTS)}); give the encoder first, "
+        f"ENCODER_DIR,PREPROCESSOR_DIR{swapped}.")
+  try:
+    inputs = preprocessor(tf.constant(["a"]))
+  except _CALL_ERRORS:
+    raise ValueError(
+        f"{given}: the second directory is not a preprocessor (it does not "
+        "take text); ENCODER_DIR,PREPROCESSOR_DIR expects a TF-Hub BERT "
+        "preprocessor there.") from None
+  try:
+    encoder(inputs, training=False)["default"]
+  except _CALL_ERRORS:
+    raise ValueError(
+        f"{given}: the first directory does not take the second's outputs "
+        "(or gives no 'default' embedding); ENCODER_DIR,PREPROCESSOR_DIR "
+        "expects a TF-Hub BERT encoder and its preprocessor.") from None
+
+
+def _looks_like_preprocessor(loaded) -> bool:
+  return all(hasattr(loaded, name) for name in _PREPROCESSOR_PARTS)
 
 
 def signature_embedder(path: str) -> Embedder:

@@ -138,6 +138,40 @@ def encoder_view(encoder, checkpoint_path: str, allow_fresh: bool = False
   return tf.train.Checkpoint(**parts), fresh
 
 
+def read_partial(checkpoint: tf.train.Checkpoint, checkpoint_path: str):
+  """`checkpoint.read(checkpoint_path).expect_partial()`: the items of
+  `checkpoint` are restored, the rest of the checkpoint (optimizer, heads
+  of other objectives) is left unread without a warning.
+
+  A read that fails part-way (a variable of another shape: a checkpoint of
+  another config) is marked partial too before its error goes up: otherwise
+  TensorFlow logs every value it left unread, a hundred lines, when the
+  restore is deleted (at exit, after the command's one error line).
+  """
+  try:
+    return checkpoint.read(checkpoint_path).expect_partial()
+  except Exception as error:
+    _expect_partial_restores(error)
+    raise
+
+
+# TensorFlow's record of one restore in progress (what a load status wraps),
+# by its class name: TensorFlow does not export it. Under another name, a
+# failed restore's warnings are left as they are.
+_RESTORE_COORDINATOR = "_CheckpointRestoreCoordinator"
+
+
+def _expect_partial_restores(error: BaseException) -> None:
+  """Marks each restore that `error` interrupted (held by the frames of its
+  traceback) as expected to be partial, which silences its warnings."""
+  traceback = error.__traceback__
+  while traceback is not None:
+    for value in traceback.tb_frame.f_locals.values():
+      if type(value).__name__ == _RESTORE_COORDINATOR:
+        value.expect_partial = True
+    traceback = traceback.tb_next
+
+
 def save_at_interval_multiples(manager: tf.train.CheckpointManager
                                ) -> tf.train.CheckpointManager:
   """Makes `manager` save at the end of the loop that reaches each multiple

@@ -40,19 +40,28 @@ def read_config_file(path: str, flag: str = "--config_file") -> Dict:
   """The mapping the YAML file `path` holds ({} for an empty file); any
   fault (not there, a directory, not UTF-8, not YAML, not a mapping) is
   ValueError, one sentence naming `flag`."""
+  return _mapping(read_yaml(path, f"{flag}={path}"), f"{flag}={path}")
+
+
+def read_yaml(path: str, what: str) -> Any:
+  """What the YAML file `path` holds (None for an empty file), read as
+  Model Garden reads a config; a file that is not there, a directory, not
+  UTF-8 or not YAML is ValueError, one sentence naming `what` (the flag
+  and the path, `--schedule=s.yaml`, or the path of a file no flag names):
+  "--schedule=s.yaml is not valid YAML at line 2, column 4: expected ','
+  or ']', but got ':'."
+  """
   if not tf.io.gfile.exists(path):
-    raise ValueError(f"{flag}={path} does not exist.")
+    raise ValueError(f"{what} does not exist.")
   if tf.io.gfile.isdir(path):
-    raise ValueError(f"{flag}={path} is a directory; give a YAML file.")
+    raise ValueError(f"{what} is a directory; give a YAML file.")
   try:
     with tf.io.gfile.GFile(path, "r") as f:
-      value = yaml.load(f, Loader=_LOADER)
+      return yaml.load(f, Loader=_LOADER)
   except UnicodeDecodeError:
-    raise ValueError(f"{flag}={path} is not a UTF-8 text file.") from None
+    raise ValueError(f"{what} is not a UTF-8 text file.") from None
   except yaml.YAMLError as error:
-    raise ValueError(f"{flag}={path} is not valid YAML{_where(error)}."
-                     ) from None
-  return _mapping(value, f"{flag}={path}")
+    raise ValueError(f"{what} is not valid YAML{_where(error)}.") from None
 
 
 def read_params_override(text: str) -> Dict:

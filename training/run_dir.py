@@ -19,7 +19,6 @@ import os
 from typing import Optional
 
 import tensorflow as tf
-import yaml
 
 from cmlm.data_pipelines import vocabulary
 from cmlm.modeling import model_builder
@@ -30,6 +29,7 @@ from official.modeling.hyperparams import params_dict
 from cmlm.training import checkpoint_integrity
 from cmlm.training import checkpoints
 from cmlm.training import compat
+from cmlm.training import config_inputs
 from cmlm.training import task as task_lib
 
 PARAMS_FILE = "params.yaml"
@@ -60,14 +60,18 @@ def load_params(model_dir: str) -> cfg.ExperimentConfig:
   older version's keys upgraded, `compat.upgrade_params`)."""
   check_run_dir(model_dir)
   path = os.path.join(model_dir, PARAMS_FILE)
+  saved = config_inputs.read_yaml(path, path)
+  if not isinstance(saved, dict):
+    held = "is empty: it holds no config" if saved is None else (
+        f"holds a {type(saved).__name__}, not a config")
+    raise ValueError(f"{path} {held} (train writes the run's whole config "
+                     "there).")
   try:
-    saved = compat.upgrade_params(params_dict.read_yaml_to_params_dict(path)
-                                  .as_dict())
+    saved = compat.upgrade_params(params_dict.ParamsDict(saved).as_dict())
     params = cfg.ExperimentConfig(task=task_lib.SentenceEncoderTaskConfig())
     params.override(saved, is_strict=True)
     return params
-  except (KeyError, ValueError, TypeError, AttributeError,
-          yaml.YAMLError) as error:
+  except (KeyError, ValueError, TypeError, AttributeError) as error:
     raise ValueError(f"{path} is not the config of a sentence-encoder run of "
                      f"this garden: {error}") from None
 
@@ -201,8 +205,8 @@ def restore_encoder(params: cfg.ExperimentConfig, checkpoint_path: str,
     items = dict(encoder=checkpoints.encoder_view(encoder, checkpoint_path)[0])
     if head is not None:
       items[f"{name}_head"] = head
-    status = tf.train.Checkpoint(**items).read(checkpoint_path)
-    status.expect_partial().assert_existing_objects_matched()
+    checkpoints.read_partial(tf.train.Checkpoint(**items), checkpoint_path
+                             ).assert_existing_objects_matched()
   except _READ_ERRORS as error:
     raise ValueError(_unreadable(checkpoint_path, error)) from None
   return (encoder, head) if with_mlm_head else encoder

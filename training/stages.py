@@ -23,12 +23,12 @@ import os
 from typing import Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
-import yaml
 
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import hyperparams
 from official.modeling.hyperparams import base_config
+from cmlm.training import config_inputs
 from cmlm.training import run_lock
 from cmlm.training import prepared_run
 from cmlm.training import run_config
@@ -81,11 +81,8 @@ def load_schedule(name_or_path: str) -> ScheduleConfig:
     raise ValueError(f"--schedule must be one of "
                      f"{', '.join(registered_schedules())} or a YAML file of "
                      f"a schedule, got {name_or_path!r}.")
-  with tf.io.gfile.GFile(name_or_path) as f:
-    try:
-      content = yaml.safe_load(f) or {}
-    except yaml.YAMLError as error:
-      raise ValueError(f"{name_or_path} is not YAML: {error}") from None
+  content = config_inputs.read_yaml(name_or_path,
+                                    f"--schedule={name_or_path}") or {}
   stages = content.get("stages") if isinstance(content, dict) else None
   if not isinstance(stages, list) or not stages:
     raise ValueError(f"{name_or_path} must give `experiment:` and a list of "

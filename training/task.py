@@ -342,8 +342,8 @@ def restore_items(model: SentenceEncoderModel, checkpoint_path: str,
     for part in fresh:
       print(f"The encoder's {part} starts fresh: {checkpoint_path} has "
             "none.", flush=True)
-  status = tf.train.Checkpoint(**items).read(checkpoint_path)
-  status.expect_partial().assert_existing_objects_matched()
+  checkpoints.read_partial(tf.train.Checkpoint(**items), checkpoint_path
+                           ).assert_existing_objects_matched()
   logging.info("Restored %s from %s.", ", ".join(sorted(items)),
                checkpoint_path)
   print(f"Started from {checkpoint_path}: {', '.join(sorted(items))}.",

@@ -66,7 +66,8 @@ flags.DEFINE_string("mining_source", None, "mining: the source corpus (BUCC "
 flags.DEFINE_string("mining_target", None, "mining: the target corpus.",
                     flag_values=FLAGS)
 flags.DEFINE_string("mining_gold", None, "mining: gold pairs, "
-                    "'SOURCE_ID TAB TARGET_ID' a line.", flag_values=FLAGS)
+                    "'SOURCE_ID TAB TARGET_ID' a line (or one space in place "
+                    "of the TAB).", flag_values=FLAGS)
 flags.DEFINE_float("mining_threshold", None, "mining: also score at this "
                    "ratio-margin threshold (e.g. one found on training data).",
                    flag_values=FLAGS)

@@ -30,9 +30,8 @@ def main(argv) -> None:
   input_paths.check_model(FLAGS.model_dir, "--model_dir")
   flag_parsing.require(FLAGS, "input", "LANG=FILE,LANG=FILE, the sentences "
                        "of each language, one a line")
-  for paths in corpus.parse_language_corpora(FLAGS.input).values():
-    for path in paths.split(","):
-      input_paths.check_file(path, "--input")
+  for path in corpus.parse_language_files(FLAGS.input).values():
+    input_paths.check_file(path, "--input")
   from cmlm import registry_imports  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from cmlm import pcr  # pylint: disable=g-import-not-at-top
   pcr.fit_for_model(FLAGS.model_dir, FLAGS.input, FLAGS.sample_size,

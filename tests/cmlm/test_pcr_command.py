@@ -9,6 +9,7 @@ from cmlm import pcr
 from cmlm.modeling import embedder
 from cmlm.data_pipelines import tokenization
 from cmlm.modeling import principal_component_removal
+from tests import helpers
 from tests.training import import_helpers as tiny_bert
 
 
@@ -49,6 +50,19 @@ def test_too_few_sentences_is_a_clear_error(tmp_path):
   with pytest.raises(ValueError, match=r"^--sample_size must be 2 or more \("
                      r"a principal component is fitted on them\), got 1\.$"):
     pcr.fit_for_model(str(tmp_path / "no_run"), f"xx={two}", sample_size=1)
+
+
+def test_an_input_not_of_one_file_a_language_is_one_line(tmp_path, capsys):
+  text = _lines(tmp_path / "s.txt", ["one", "two"])
+  form = ("--input takes one file a language, e.g. "
+          "--input=en=sample_en.txt,de=sample_de.txt.")
+  for given, fault in ((f"en={text},en={text}",
+                        f"--input names the language en twice ({text}, "
+                        f"{text}); {form}"),
+                       (text, f"{text!r} is not LANGUAGE=FILE; {form}")):
+    status, stderr = helpers.run_command(
+        ["pcr", f"--model_dir={tmp_path}", f"--input={given}"], capsys)
+    assert (status, stderr) == (2, [f"cmlm pcr: error: {fault}"])
 
 
 @pytest.mark.slow

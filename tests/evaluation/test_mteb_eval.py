@@ -111,5 +111,8 @@ def test_an_unknown_mteb_task_is_one_line_before_the_model_loads(
   message = str(error.value)
   assert message.startswith("Unknown MTEB task 'STSBenchmrk' in "
                             "--mteb_tasks; did you mean 'STSBenchmark'?")
+  # Where a user of the command line finds the names (not a Python call).
+  assert "`mteb available-tasks` (MTEB's own command" in message
+  assert "mteb.get_tasks()" not in message
   assert "\n" not in message
   assert not (tmp_path / "report").exists()

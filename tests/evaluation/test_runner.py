@@ -1,6 +1,7 @@
 """The eval runner: task registry, data read before the model, the report."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -217,6 +218,24 @@ def test_the_eval_command_reads_its_flags_and_fails_on_the_data_first(
     eval_command.main(argv)
 
 
+def test_a_language_pool_too_small_to_fit_is_refused_before_the_model_loads(
+    tmp_path):
+  (tmp_path / "not_a_model").mkdir()  # its loading would fail: never tried
+  one = tmp_path / "one.en"
+  one.write_text("just one\n")
+  argv = [f"--model={tmp_path / 'not_a_model'}", "--tasks=langdist",
+          f"--langdist_pool=en={one}", f"--report_dir={tmp_path / 'report'}"]
+  with pytest.raises(ValueError, match=r"^--langdist_size must be 2 or more "
+                     r"\(each language's principal component is fitted on "
+                     r"its sentences\), got 0\.$"):
+    eval_command.main(argv + ["--langdist_size=0"])
+  with pytest.raises(ValueError, match=re.escape(
+      f"The pool files ({one}) hold 1 line(s) each; fitting each language's "
+      "principal component needs 2 or more.")):
+    eval_command.main(argv)
+  assert not (tmp_path / "report").exists()
+
+
 class _Preprocessor(tf.Module):
   """A TF-Hub style preprocessor: strings -> input_word_ids [batch, 2]."""
 
@@ -256,6 +275,11 @@ def test_tf_hub_pair_in_one_directory_or_two(tmp_path):
   (tmp_path / "nothing").mkdir()
   with pytest.raises(FileNotFoundError, match="nothing is not a SavedModel"):
     encoders.load_encoder(f"{tmp_path}/pair/encoder,{tmp_path}/nothing")
+  pair = f"{tmp_path}/pair/encoder,{tmp_path}/pair/encoder"
+  with pytest.raises(ValueError, match=(
+      f"^--model={re.escape(pair)}: the second directory is not a "
+      "preprocessor \\(it does not take text\\); [^\n]*$")):
+    encoders.load_encoder(pair)
 
 
 def test_mining_and_language_distribution_from_the_users_files(tmp_path):
@@ -297,3 +321,27 @@ def test_mining_and_language_distribution_from_the_users_files(tmp_path):
   with pytest.raises(ValueError, match="mining needs all of --mining_source"):
     runner.run_evaluation("toy", ["mining"], options,
                           encoder=bag_of_words_encoder)
+
+
+@pytest.mark.parametrize("line, found", [("s0\tt0\tx", 3), ("s0 t0 x", 3),
+                                         ("s0", 1)])
+def test_a_gold_line_is_read_and_refused_as_the_help_says(tmp_path, line,
+                                                           found):
+  (tmp_path / "source.txt").write_text("s0\tcat\ns1\tdog\n")
+  (tmp_path / "target.txt").write_text("t0\tcat\nt1\tdog\n")
+  gold = tmp_path / "gold.txt"
+  gold.write_text(f"s1 t1\n{line}\n")  # a space, or a TAB, between the ids
+  options = EvalOptions(report_dir=str(tmp_path / "report"),
+                        show_progress=False,
+                        mining_source=str(tmp_path / "source.txt"),
+                        mining_target=str(tmp_path / "target.txt"),
+                        mining_gold=str(gold))
+  with pytest.raises(ValueError) as raised:
+    runner.run_evaluation("toy", ["mining"], options,
+                          encoder=bag_of_words_encoder)
+  assert str(raised.value) == (
+      f"{gold}, line 2: expected 2 fields (source_id, target_id) separated "
+      f"by a TAB, or by one space on a line without a TAB; found {found}.")
+  help_text = " ".join(eval_command.FLAGS["mining_gold"].help.split())
+  assert ("'SOURCE_ID TAB TARGET_ID' a line (or one space in place of the "
+          "TAB)") in help_text

@@ -1,6 +1,7 @@
 """`python -m cmlm encode` on our exports and on other TF-Hub style pairs."""
 import io
 import os
+import re
 
 import numpy as np
 import pytest
@@ -68,6 +69,16 @@ def test_encode_takes_any_tf_hub_encoder_and_preprocessor_pair(tmp_path):
       tf.constant(export_helpers.SENTENCES))
   expected = bert(inputs, training=False)["pooled_output"]
   np.testing.assert_allclose(embeddings, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+def test_a_pair_that_does_not_fit_is_one_line_naming_the_flag(tiny_export):
+  encoder, preprocessor = tiny_export.encoder_dir, tiny_export.preprocessor_dir
+  with pytest.raises(ValueError, match=(
+      f"^--model={re.escape(preprocessor)},{re.escape(encoder)}: the first "
+      "directory looks like a preprocessor .*ENCODER_DIR,PREPROCESSOR_DIR: "
+      f"--model={re.escape(encoder)},{re.escape(preprocessor)}.$")):
+    embedders.load_embedder(f"{preprocessor},{encoder}")
 
 
 @pytest.mark.slow

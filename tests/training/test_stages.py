@@ -95,6 +95,20 @@ def test_unknown_schedule_and_step_counts_are_clear_errors(tmp_path):
     stages.run("s3", str(tmp_path), stage_steps=(1,))
 
 
+@pytest.mark.parametrize("content, fault", [
+    (b"stages: [1, 2\n  x: y\n", "is not valid YAML at line 2, column 4: "
+     "expected ',' or ']', but got ':'."),
+    (b"\xcd\xff\x00stages", "is not a UTF-8 text file."),
+])
+def test_a_schedule_file_that_does_not_read_is_one_line_naming_the_flag(
+    tmp_path, content, fault):
+  path = tmp_path / "schedule.yaml"
+  path.write_bytes(content)
+  with pytest.raises(ValueError) as raised:
+    stages.load_schedule(str(path))
+  assert str(raised.value) == f"--schedule={path} {fault}"
+
+
 def test_a_schedule_is_a_config_read_from_yaml(tmp_path):
   """S2 written as YAML: each stage's objectives and steps become that
   stage's config (weights of the others 0), starting from the previous
