@@ -115,6 +115,11 @@ def main(argv) -> None:
   flag_parsing.require(FLAGS, "export_dir", "where the SavedModels go")
   if FLAGS.model_dir:
     input_paths.check_model(FLAGS.model_dir, "--model_dir")
+    if os.path.realpath(FLAGS.export_dir) == os.path.realpath(FLAGS.model_dir):
+      raise flag_parsing.UsageError(
+          "--export_dir is the run's own directory (--model_dir); give "
+          f"another, such as --export_dir="
+          f"{os.path.join(FLAGS.model_dir, 'export')}.")
   elif not FLAGS.checkpoint:
     raise flag_parsing.UsageError("--model_dir is required: the training run "
                                   "to export (or its --checkpoint).")

@@ -294,6 +294,9 @@ def test_what_a_command_cannot_run_without_is_refused_first(tmp_path):
        f"--source={notes} is not a directory."),
       (["export", f"--model_dir={tmp_path}"],
        "--export_dir is required: where the SavedModels go."),
+      (["export", f"--model_dir={tmp_path}", f"--export_dir={tmp_path}/"],
+       "--export_dir is the run's own directory (--model_dir); give "
+       f"another, such as --export_dir={tmp_path}/export."),
       (["export", f"--export_dir={tmp_path}/export"],
        "--model_dir is required: the training run to export (or its "
        "--checkpoint)."),
