@@ -295,11 +295,13 @@ def test_eval_of_a_directory_without_a_checkpoint_is_refused(tmp_path):
   assert not (tmp_path / "run").exists()
 
 
-def test_sigterm_stops_an_evaluation_waiting_for_a_checkpoint(tmp_path):
+def test_sigterm_stops_an_evaluation_waiting_for_a_checkpoint(tmp_path,
+                                                               monkeypatch):
   """`--mode=continuous_eval` on a directory with no checkpoint yet waits
   for one; SIGTERM (or Ctrl-C) stops it at once, as it stops every command
   (it used to say "saving a checkpoint" and keep waiting). Without the
   fix, this run ends by itself when `continuous_eval_timeout` passes."""
+  monkeypatch.setattr(stop_signals, "_received", [])  # this process's own
   params = helpers.tiny_run_params(0)
   params.override({"trainer": {"continuous_eval_timeout": 8}})
   timer = threading.Timer(2, os.kill, (os.getpid(), signal.SIGTERM))
