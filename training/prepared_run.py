@@ -146,8 +146,8 @@ def check_checkpoint_vocab(
 
 def check_trainer(trainer: cfg.TrainerConfig, mode: str = "train") -> None:
   """What orbit's controller would refuse only once params.yaml is written,
-  or silently coarsen: the loop length, the summary interval and the
-  checkpoint interval. orbit writes both only at the end of a loop of
+  or silently coarsen: the loop length, the checkpoints kept, the summary
+  interval and the checkpoint interval. orbit writes both only at the end of a loop of
   `trainer.steps_per_loop` steps, so each interval is a multiple of the loop
   (a checkpoint interval at or past `trainer.train_steps` asks only for the
   last step's checkpoint, which every run writes). `validation_interval`
@@ -161,6 +161,9 @@ def check_trainer(trainer: cfg.TrainerConfig, mode: str = "train") -> None:
   if trainer.train_steps < 1:
     raise ValueError(f"trainer.train_steps must be 1 or more, got "
                      f"{trainer.train_steps}.")
+  if trainer.max_to_keep is not None and trainer.max_to_keep < 1:
+    raise ValueError("trainer.max_to_keep must be 1 or more (or null: keep "
+                     f"every checkpoint), got {trainer.max_to_keep}.")
   intervals = {"summary_interval": (trainer.summary_interval, "summaries"),
                "checkpoint_interval": (trainer.checkpoint_interval,
                                        "checkpoints")}

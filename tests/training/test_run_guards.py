@@ -287,6 +287,17 @@ def test_a_run_of_another_model_or_objectives_is_refused_before_writing(
   train.check_run_fits(helpers.tiny_run_params(8), model_dir, "train")
 
 
+def test_keeping_no_checkpoint_is_refused_before_writing(tmp_path):
+  """orbit's checkpoint manager refused it after params.yaml was written,
+  naming `max_to_keep` alone."""
+  params = helpers.tiny_run_params(4)
+  params.override({"trainer": {"max_to_keep": 0}})
+  with pytest.raises(ValueError, match=r"trainer.max_to_keep must be 1 or "
+                     r"more \(or null: keep every checkpoint\), got 0."):
+    train.run(params, str(tmp_path / "run"))
+  assert not (tmp_path / "run").exists()
+
+
 def test_eval_of_a_directory_without_a_checkpoint_is_refused(tmp_path):
   """It scored the random initial weights and exited 0."""
   with pytest.raises(FileNotFoundError, match="--mode=eval scores the latest "
