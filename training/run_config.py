@@ -97,6 +97,10 @@ def build_config(experiment: str, config_files: Sequence[str] = (),
   if strategy and strategy not in STRATEGIES:
     raise ValueError(f"--strategy must be one of {', '.join(STRATEGIES)}, "
                      f"got {strategy!r}.")
+  if tpu and strategy and strategy != "tpu":
+    raise ValueError(f"--tpu={tpu} is read by the tpu strategy only; with "
+                     f"--strategy={strategy} it would be ignored: drop "
+                     "--tpu, or give --strategy=tpu.")
   try:
     params = exp_factory.get_exp_config(experiment)
   except (KeyError, LookupError, AssertionError):

@@ -120,6 +120,10 @@ def test_several_gpus_give_mirrored_over_them_and_flags_win(
           params.runtime.num_gpus) == ("mirrored", 0)
   params = run_config.build_params("cmlm/tiny", tpu="local")
   assert params.runtime.distribution_strategy == "tpu"
+  with pytest.raises(ValueError, match=r"^--tpu=local is read by the tpu "
+                     r"strategy only; with --strategy=mirrored it would be "
+                     r"ignored: drop --tpu, or give --strategy=tpu.$"):
+    run_config.build_params("cmlm/tiny", strategy="mirrored", tpu="local")
 
 
 def test_a_size_given_in_yaml_that_disagrees_is_one_line(
