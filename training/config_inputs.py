@@ -123,9 +123,7 @@ def override(params, mapping: Dict, flag: str) -> None:
 
 
 def _unknown_key_line(params, path: Tuple[str, ...], flag: str) -> str:
-  owner = params
-  for key in path[:-1]:
-    owner = getattr(owner, key, None)
+  owner = _owner(params, path)
   keys = sorted(owner.as_dict()) if hasattr(owner, "as_dict") else []
   parent = ".".join(path[:-1]) or "the config"
   line = f"{flag} sets {'.'.join(path)}, a key the config does not have"
@@ -142,7 +140,7 @@ def check_values(params, defaults) -> None:
   placeholder `train_data` / `validation_data` (see the module's text)."""
   given, registered = params.as_dict(), defaults.as_dict()
   for path, value in _leaves(given):
-    default = _lookup(registered, path)
+    default = lookup(registered, path)
     if isinstance(default, (bool, int, float)) and isinstance(value, str):
       kind = "true or false" if isinstance(default, bool) else "a number"
       shown = str(default).lower() if isinstance(default, bool) else default
@@ -160,7 +158,7 @@ def check_values(params, defaults) -> None:
   active = getattr(params.task, "active_objectives", dict)
   for name in _PLACEHOLDER_DATA:
     for path, value in _leaves(given["task"].get(name) or {}, ("task", name)):
-      if value != _lookup(registered, path):
+      if value != lookup(registered, path):
         objectives = ", ".join(sorted(active())) or "none"
         raise ValueError(
             f"{'.'.join(path)} is not read: each objective reads its own "
@@ -172,14 +170,19 @@ def _declared_int(params, path: Tuple[str, ...]) -> bool:
   """Whether the config field at `path` is declared `int` (or
   `Optional[int]`): Model Garden sets a float there as given, and a run
   with `train_steps` 1.5 loops forever waiting for step 1.5."""
-  owner = params
-  for key in path[:-1]:
-    owner = getattr(owner, key, None)
+  owner = _owner(params, path)
   if not dataclasses.is_dataclass(owner):
     return False
   declared = {field.name: field.type for field in dataclasses.fields(owner)}
   kind = declared.get(path[-1])
   return kind in (int, "int") or kind in (Optional[int], "Optional[int]")
+
+
+def _owner(params, path: Tuple[str, ...]):
+  """The config holding the field at `path` (None where a key is missing)."""
+  for key in path[:-1]:
+    params = getattr(params, key, None)
+  return params
 
 
 def _mapping(value: Any, what: str) -> Dict:
@@ -207,7 +210,8 @@ def _leaves(tree: Dict, prefix: Tuple[str, ...] = ()
       yield prefix + (key,), value
 
 
-def _lookup(tree: Dict, path: Tuple[str, ...]) -> Any:
+def lookup(tree: Dict, path: Tuple[str, ...]) -> Any:
+  """The value at `path` of nested dicts `tree`, or None where it has none."""
   for key in path:
     if not isinstance(tree, dict) or key not in tree:
       return None

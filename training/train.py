@@ -39,6 +39,7 @@ from official.modeling import performance
 from cmlm.training import best_checkpoint
 from cmlm.training import checkpoint_integrity
 from cmlm.training import checkpoints
+from cmlm.training import config_inputs
 from cmlm.training import fault_tolerance
 from cmlm.training import run_lock
 from cmlm.training import prepared_run
@@ -199,7 +200,8 @@ def check_run_fits(params, model_dir: str, mode: str) -> None:
   saved = run_dir.load_params(model_dir).task
   here, there = params.task.model.as_dict(), saved.model.as_dict()
   for path in _MODEL_FIELDS:
-    mine, theirs = _get(here, path), _get(there, path)
+    mine = config_inputs.lookup(here, path)
+    theirs = config_inputs.lookup(there, path)
     if mine != theirs:
       raise ValueError(
           f"--model_dir={model_dir} holds a run of another model "
@@ -214,12 +216,6 @@ def check_run_fits(params, model_dir: str, mode: str) -> None:
         f"{', '.join(kinds(saved))}; this config trains "
         f"{', '.join(kinds(params.task))}, which cannot resume from it; give "
         "a new --model_dir, or the run's own config.")
-
-
-def _get(tree, path):
-  for key in path:
-    tree = tree.get(key) if isinstance(tree, dict) else None
-  return tree
 
 
 def run(params, model_dir: str, mode: str = "train", strategy=None,
