@@ -5,6 +5,7 @@ The CPU is split into two logical devices before TensorFlow runs anything, so
 tests can compare MirroredStrategy over two replicas with one device.
 """
 import collections
+import gc
 import json
 import os
 import resource
@@ -35,9 +36,13 @@ def _runs_tests(config) -> bool:
 def pytest_configure(config):
   """In a process that runs tests, before any is collected: the CPU split
   into two logical devices, and CMLM_TEST_TIMES's folder made. The controller never loads TensorFlow (seconds
-  of the run's start, before its workers start)."""
+  of the run's start, before its workers start). Python's cycle collector
+  is paused while the tests are collected and the libraries they import
+  load, as `python -m cmlm` pauses it (`cmlm/library_loading.py`);
+  `pytest_collection_finish` resumes it."""
   if not _runs_tests(config):
     return
+  gc.disable()
   if _TEST_TIMES:  # also when set by hand, not by the timer
     os.makedirs(_TEST_TIMES, exist_ok=True)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -73,6 +78,14 @@ def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
       f.write(json.dumps({"test": item.nodeid, "start": start,
                           "end": time.time(), "cpu_s": own,
                           "subprocess_cpu_s": children}) + "\n")
+
+
+def pytest_collection_finish(session):
+  """The collector resumed, with what the libraries and the test modules
+  created frozen out of its reach (they live as long as the session)."""
+  if _runs_tests(session.config):
+    gc.enable()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument

@@ -7,7 +7,7 @@ as the file. Each results file a page names is one of two kinds:
   arm and seed): the check reads the units again (`READINGS`: by the
   script's plan where a file tabulates other names than its units', as
   CMLM vs MLM's arms read at a pooling chosen from the units) and fails on
-  any difference in the seeds, the per-seed values, the example-level
+  any difference (beyond the last bits of a float, `same`) in the seeds, the per-seed values, the example-level
   bootstrap intervals or the commits (`commit`, `unit_commits`,
   `mixed_commits`: the code that ran, every commit said when the units
   ran at more than one);
@@ -22,6 +22,7 @@ A file that is neither is a problem too. `problems(bootstrap=False)`
 skips the bootstrap rebuild (seconds, not minutes: the tests' way).
 """
 import json
+import math
 import os
 import re
 import sys
@@ -40,6 +41,24 @@ FOREST = re.compile(r"<!-- plot:forest \S+\.png ([^>]+?) -->")
 # The fields a rebuild from units must reproduce; `bootstrap` only in full.
 REBUILT = ("seeds", "per_seed", "commit", "unit_commits",
            "mixed_commits")
+# A value rebuilt on another CPU may differ in its last bits (NumPy's and
+# BLAS's sums take other vector paths with AVX-512 than with AVX2 alone): a
+# float rebuilt agrees with the file's within this relative tolerance.
+REL_TOL = 1e-9
+
+
+def same(rebuilt, recorded) -> bool:
+  """`rebuilt` and `recorded` hold the same keys, items and strings, and
+  floats equal within `REL_TOL`."""
+  if isinstance(rebuilt, float) and isinstance(recorded, (int, float)):
+    return math.isclose(rebuilt, recorded, rel_tol=REL_TOL, abs_tol=1e-12)
+  if isinstance(rebuilt, dict) and isinstance(recorded, dict):
+    return rebuilt.keys() == recorded.keys() and all(
+        same(value, recorded[key]) for key, value in rebuilt.items())
+  if isinstance(rebuilt, list) and isinstance(recorded, list):
+    return len(rebuilt) == len(recorded) and all(
+        same(a, b) for a, b in zip(rebuilt, recorded))
+  return rebuilt == recorded
 
 
 def markers(text: str) -> Iterator[Tuple[str, str, int]]:
@@ -134,7 +153,7 @@ def unit_differences(path: str, result: Mapping, root: str,
   rebuilt.update(unit_provenance.code_commits(units))
   rebuilt = json.loads(json.dumps(rebuilt))
   keys = REBUILT + (("bootstrap",) if bootstrap else ())
-  return [key for key in keys if rebuilt.get(key) != result.get(key)]
+  return [key for key in keys if not same(rebuilt.get(key), result.get(key))]
 
 
 def problems(root: str = evidence_tables.REPO_ROOT,

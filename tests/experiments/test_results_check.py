@@ -112,6 +112,11 @@ def test_a_unit_backed_file_that_drifts_from_its_units_is_caught(tmp_path):
   moved = json.loads(json.dumps(result))
   moved["per_seed"]["new"]["acc"][0] += 1.0
   assert "in per_seed" in caught(moved)[0]
+  # Another CPU's rebuild differs in the last bits, not in the value.
+  value = result["per_seed"]["new"]["acc"][0]
+  for scale, found in ((1 + 4e-16, False), (1 + 1e-6, True)):
+    moved["per_seed"]["new"]["acc"][0] = value * scale
+    assert bool(caught(moved)) is found, scale
   assert "in commit" in caught(dict(result, commit="b" * 7))[0]
   widened = json.loads(json.dumps(result))
   widened["bootstrap"]["new"]["acc"][0] -= 1.0
