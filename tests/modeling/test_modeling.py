@@ -113,6 +113,9 @@ def test_gradient_reaches_s1_through_the_projections():
                                     {"sentence_representation": "proj"},
                                     {"pooling": "max"}])
 def test_a_few_steps_lower_the_loss_on_a_fixed_batch(kwargs):
+  """40 Adam steps at least halve the loss. Seeded: over a dozen unseeded
+  starts the ratio spread over 0.19-0.40, and a rare start ended above."""
+  tf_keras.utils.set_random_seed(0)
   model = _model(**kwargs)
   features = helpers.fake_batch(batch_size=8)
   optimizer = tf_keras.optimizers.Adam(1e-2)
