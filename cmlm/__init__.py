@@ -82,6 +82,11 @@ class _TensorflowHubGuard(importlib.abc.MetaPathFinder):
 
 if importlib.util.find_spec("pkg_resources") is None:
   sys.meta_path.insert(0, _TensorflowHubGuard())
+
+# TensorFlow and the libraries on it load with Python's cycle collector
+# paused (cmlm/library_loading.py), and resumed as it was.
+from cmlm import library_loading  # noqa: E402  pylint: disable=g-import-not-at-top
+library_loading.pause_collector_while_loading()
 warnings.filterwarnings(
     "ignore", message="pkg_resources is deprecated as an API",
     category=UserWarning, module="tensorflow_hub")

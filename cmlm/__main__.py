@@ -75,9 +75,10 @@ from cmlm.commands import CORE_COMMANDS
 from cmlm.commands import register_project_commands
 from cmlm.training import stop_signals
 
-# TensorFlow and the libraries on it load with the cycle collector paused
-# (about a quarter of a command's start-up otherwise).
-library_loading.pause_collector_while_loading()
+# A command also freezes what TensorFlow and the libraries on it created
+# while loading (cmlm/library_loading.py): later collections, and the one
+# at exit, skip it.
+library_loading.pause_collector_while_loading(freeze=True)
 
 # MissingPkgResources: an environment to fix, said in one line (cmlm/__init__).
 USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError,
