@@ -42,6 +42,8 @@ from cmlm.evaluation import demo_measures
 from cmlm.experiments import cmlm_experiments
 from cmlm.export import exporter
 from cmlm.inference import embedders
+from cmlm.inference import integrity
+from cmlm.inference import layout
 from cmlm.inference import run_record
 from cmlm.modeling import embedder
 from cmlm.modeling.vectors import l2_normalize
@@ -321,27 +323,57 @@ def export_and_reload(model_dir: str, in_memory_encoder, sentences,
   """The demo's last step: export, reload with `hub.KerasLayer`, compare.
 
   Exports the latest checkpoint of `model_dir` to `export_dir` (default
-  `<model_dir>/export`, replaced if present), reloads the encoder and
-  preprocessor through `hub.KerasLayer` and compares their embeddings of
-  `sentences` with `in_memory_encoder` fed the training tokenization.
+  `<model_dir>/export`, replaced if present; kept when it already is that
+  checkpoint's export, whole: the demo run again on a finished run),
+  reloads the encoder and preprocessor through `hub.KerasLayer` and
+  compares their embeddings of `sentences` with `in_memory_encoder` fed
+  the training tokenization.
 
   Returns:
     A one-line summary to print.
   """
   export_dir = export_dir or os.path.join(model_dir, "export")
   run = run_record.read_run(model_dir)
-  result = exporter.export_run(model_dir, export_dir, overwrite=True,
-                               run=run)
+  version_dir = published_export_of(run, export_dir)
+  if version_dir:
+    done = (f"{export_dir} already holds the export of "
+            f"{os.path.basename(run.checkpoint_path)}")
+  else:
+    result = exporter.export_run(model_dir, export_dir, overwrite=True,
+                                 run=run)
+    version_dir, done = result.version_dir, f"exported to {result.export_dir}"
   tokenizer = run.tokenizer()
   batch = tf.constant(list(sentences))
   preprocess = tensorflow_hub.KerasLayer(
-      os.path.join(result.version_dir, "preprocessor"))
+      os.path.join(version_dir, "preprocessor"))
   encode = tensorflow_hub.KerasLayer(
-      os.path.join(result.version_dir, "encoder"))
+      os.path.join(version_dir, "encoder"))
   reloaded = encode(preprocess(batch))["default"]
   expected = in_memory_encoder(tokenizer.tokenize_and_pack(batch),
                                training=False)["default"]
   difference = float(np.max(np.abs(reloaded.numpy() - expected.numpy())))
-  return (f"exported to {result.export_dir}; hub.KerasLayer reload: "
+  return (f"{done}; hub.KerasLayer reload: "
           f"max |diff| vs in-memory = {difference:.1e} over {len(sentences)} "
           "sentences")
+
+
+def published_export_of(run, export_dir: str) -> Optional[str]:
+  """The published version of `export_dir` when it was exported from
+  `run`'s checkpoint (its name and step, and written after it) and its
+  files are as written (`integrity`); None otherwise, and when there is
+  none."""
+  version_dir = layout.resolve(export_dir)
+  info_file = os.path.join(version_dir, "encoder", layout.INFO_FILE)
+  info = layout.read_info(os.path.join(version_dir, "encoder"))
+  if not info or (info.get("checkpoint"), info.get("step")) != (
+      os.path.basename(run.checkpoint_path), run.step):
+    return None
+  if (os.path.getmtime(run.checkpoint_path + ".index") >
+      os.path.getmtime(info_file)):
+    return None  # a later run's checkpoint of the same name
+  try:
+    for part in ("encoder", "preprocessor"):
+      integrity.check_saved_model(os.path.join(version_dir, part))
+  except (integrity.DamagedModel, OSError):
+    return None
+  return version_dir

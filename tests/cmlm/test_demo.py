@@ -2,8 +2,10 @@
 demo's last line."""
 import json
 import os
+import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -95,6 +97,10 @@ def test_the_demo_ends_with_its_figures_as_one_json_line(tmp_path,
                    helpers.installed_env(installed_garden))
   assert again.returncode == 0, again.stderr[-3000:]
   assert "already holds the run trained to step 20" in again.stdout
+  # Its export is that checkpoint's: reloaded and compared, not redone.
+  assert f"{model_dir / 'export'} already holds the export of ckpt-20" in (
+      again.stdout)
+  assert "hub.KerasLayer reload" in again.stdout
   assert installed_garden + os.sep + "cmlm" + os.sep + "data" in again.stdout
   remeasured = json.loads(again.stdout.strip().splitlines()[-1])
   for key in ("retrieval_mrr_trained", "heldout_mlm_loss_trained",
@@ -198,3 +204,35 @@ def test_heldout_pairs_refuse_a_corpus_without_a_heldout_pair(tmp_path):
   validation.input_path = str(tmp_path / "one.txt")
   with pytest.raises(ValueError, match="no held-out pair"):
     demo_measures.heldout_pairs(validation, params.task.tokenization)
+
+
+def test_an_export_is_kept_only_when_it_is_the_checkpoint_s_and_whole(
+    tiny_run, tiny_export, tmp_path):
+  """What the demo run again on a finished run reloads rather than
+  exporting again: the published export of the run's checkpoint, written
+  after it, every file as written."""
+  name = os.path.basename(tiny_export.checkpoint_path)
+  checkpoint = str(tmp_path / name)  # copies, with their times
+  for file_name in os.listdir(tiny_run[0]):
+    if file_name.startswith(name + "."):
+      shutil.copy2(os.path.join(tiny_run[0], file_name), tmp_path)
+  run = types.SimpleNamespace(checkpoint_path=checkpoint,
+                              step=tiny_export.step)
+  export_dir = tmp_path / "export"
+  shutil.copytree(tiny_export.export_dir, export_dir, symlinks=True)
+  version_dir = demo.published_export_of(run, str(export_dir))
+  assert version_dir == os.path.realpath(export_dir / "current")
+  other_step = types.SimpleNamespace(checkpoint_path=checkpoint,
+                                     step=tiny_export.step + 1)
+  assert demo.published_export_of(other_step, str(export_dir)) is None
+  assert demo.published_export_of(run, str(tmp_path / "none")) is None
+  later = os.path.getmtime(os.path.join(
+      version_dir, "encoder", "assets.extra", "export_info.json")) + 60
+  os.utime(checkpoint + ".index", (later, later))
+  assert demo.published_export_of(run, str(export_dir)) is None
+  os.utime(checkpoint + ".index", (later - 3600, later - 3600))
+  assert demo.published_export_of(run, str(export_dir)) == version_dir
+  with open(os.path.join(version_dir, "encoder", "saved_model.pb"),
+            "ab") as f:
+    f.write(b"x")
+  assert demo.published_export_of(run, str(export_dir)) is None
