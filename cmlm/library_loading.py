@@ -2,7 +2,7 @@
 collector paused; under `python -m cmlm`, what they created is then frozen
 out of its reach (`gc.freeze`).
 
-Loading TensorFlow, tf-keras and Model Garden creates millions of objects
+Loading TensorFlow, tf-keras and Model Garden creates some 600,000 objects
 and next to no garbage, and the collector, run every few hundred
 allocations, walks them again and again, and once more at exit. `import
 cmlm` pauses it while they load, in every process that imports the garden
