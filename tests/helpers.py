@@ -177,7 +177,7 @@ def replicated_loss_and_gradient(strategy, build_loss, inputs, dim=5):
   dataset = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors(tuple(inputs)))
 
-  @tf.function
+  @tf.function(autograph=False)  # as the garden's train step
   def step(batch):
     def replica_step(a, b, *rest):
       with tf.GradientTape() as tape:

@@ -142,7 +142,8 @@ def _saved_model_outputs(layer, args, directory):
   # itself would also trace each Keras sublayer, slowly.
   module.layer_variables = list(layer.variables)
   specs = [tf.nest.map_structure(_batch_spec, arg) for arg in args]
-  module.serve = tf.function(lambda *a: _call(layer, a), input_signature=specs)
+  module.serve = tf.function(lambda *a: _call(layer, a), input_signature=specs,
+                             autograph=False)  # as the export's
   path = os.path.join(directory, "saved_model")
   tf.saved_model.save(module, path)
   loaded = tf.saved_model.load(path)  # holds the variables while it serves

@@ -120,7 +120,7 @@ def test_a_few_steps_lower_the_loss_on_a_fixed_batch(kwargs):
   features = helpers.fake_batch(batch_size=8)
   optimizer = tf_keras.optimizers.Adam(1e-2)
 
-  @tf.function
+  @tf.function(autograph=False)  # as the garden's train step
   def step():
     with tf.GradientTape() as tape:
       outputs = model(features, training=True)
@@ -200,7 +200,7 @@ def test_cmlm_learns_to_read_s2_from_the_sentence_vector_of_s1():
                                        outputs["mlm_logits"],
                                        features["masked_lm_weights"])
 
-  @tf.function
+  @tf.function(autograph=False)  # as the garden's train step
   def step(features):
     with tf.GradientTape() as tape:
       loss = loss_of(features, training=True)

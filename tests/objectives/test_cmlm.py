@@ -31,7 +31,7 @@ def _one_step(strategy, features, initial_weights):
   dataset = strategy.experimental_distribute_dataset(
       tf.data.Dataset.from_tensors(features))
 
-  @tf.function
+  @tf.function(autograph=False)  # as the garden's train step
   def step(inputs):
     loss = strategy.run(helpers.train_step,
                         args=(task, inputs, model, optimizer))
