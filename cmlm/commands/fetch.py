@@ -31,8 +31,9 @@ flags.DEFINE_string("source_url", None, "NAME=URL,...: fetch benchmark NAME's "
                     "under its name at the source) instead of the public "
                     "source; the checksums are verified as for the source.",
                     flag_values=FLAGS)
-flags.DEFINE_bool("list", False, "List the benchmarks: folder, source and "
-                  "license; fetch nothing.", flag_values=FLAGS)
+flags.DEFINE_bool("list", False, "List the benchmarks (those of --benchmarks "
+                  "when given): folder, source and license; fetch nothing.",
+                  flag_values=FLAGS)
 flags.DEFINE_bool("progress", True, "Show a progress bar per download.",
                   flag_values=FLAGS)
 
@@ -43,14 +44,23 @@ def main(argv) -> None:
   from cmlm.evaluation import benchmark_fetch
   from cmlm.evaluation import benchmark_sources
   # pylint: enable=g-import-not-at-top
-  if FLAGS.list:
-    for benchmark in benchmark_sources.BENCHMARKS.values():
+  names = [n.strip() for n in (FLAGS.benchmarks or "").split(",") if n.strip()]
+  if FLAGS.list:  # the named ones (an unknown name refused), else all
+    listed = (benchmark_sources.resolve(names) if names
+              else benchmark_sources.BENCHMARKS.values())
+    for benchmark in listed:
       print(f"{benchmark.name:8s} {benchmark.target:24s} {benchmark.title}; "
             f"from {benchmark.downloads[0].url}"
             f"{' (and more)' if len(benchmark.downloads) > 1 else ''}; "
             f"license: {benchmark.license}")
     return
-  names = [n.strip() for n in (FLAGS.benchmarks or "").split(",") if n.strip()]
+  source_urls = benchmark_fetch.parse_source_urls(FLAGS.source_url)
+  unused = sorted(set(source_urls) - {benchmark.name for benchmark in
+                                      benchmark_sources.resolve(names)})
+  if unused:  # a URL given for nothing fetched: a mistyped --benchmarks?
+    raise ValueError(f"--source_url names {', '.join(unused)}, which this "
+                     f"fetch does not fetch (--benchmarks={','.join(names)}); "
+                     "add it to --benchmarks or drop its URL.")
   benchmark_fetch.fetch_benchmarks(
-      names, FLAGS.data_dir, benchmark_fetch.parse_source_urls(FLAGS.source_url),
+      names, FLAGS.data_dir, source_urls,
       benchmark_fetch.FetchOptions(show_progress=FLAGS.progress))

@@ -109,6 +109,11 @@ def test_fetch_refuses_bad_input_in_one_line_before_any_download(tmp_path):
         "--source_url=sts-b=ftp://mirror/sts"],
        "--source_url sts-b=ftp://mirror/sts: expected an http://, https:// "
        "or file:// URL"),
+      (["--benchmarks=trec", f"--data_dir={new}",
+        "--source_url=sts-b=https://mirror/sts"],
+       "--source_url names sts-b, which this fetch does not fetch "
+       "(--benchmarks=trec)"),
+      (["--list", "--benchmarks=sts-b,bogus"], "Unknown benchmark 'bogus'"),
       (["--benchmarks=trec", f"--data_dir={tmp_path}"],
        f"{tmp_path}/transfer/TREC already exists and was not written by "
        "`cmlm fetch`"),
@@ -121,6 +126,12 @@ def test_fetch_refuses_bad_input_in_one_line_before_any_download(tmp_path):
         f"cmlm fetch: error: {words}"), lines
   assert not new.exists()
   assert sorted(os.listdir(tmp_path / "transfer")) == ["TREC"]
+  # --list lists what --benchmarks names (a group: each of its benchmarks).
+  listed = run_cli("fetch", "--list", "--benchmarks=sts-b,transfer")
+  assert listed.returncode == 0, listed.stderr[-2000:]
+  names = [line.split()[0] for line in listed.stdout.splitlines()]
+  assert names == ["sts-b", "mr", "cr", "subj", "mpqa", "sst2", "trec",
+                   "mrpc"]
 
 
 def test_demo_refuses_a_step_count_below_one_before_any_work():
