@@ -90,6 +90,9 @@ def encode_file(model: str, input_path: str, output_path: str,
   if calibration and precision not in ("int8", "uint8"):
     raise ValueError("--calibration sets the int8/uint8 ranges; it does "
                      f"nothing with --precision={precision}.")
+  if input_path:  # a missing one is said when it is opened
+    text_inputs.check_input_options(input_path, input_format, text_field,
+                                    column)
   output_format = embedding_outputs.check_output(output_path, output_format,
                                                  overwrite)
   # Temporaries (standard input, int8's float rows) beside the output: the

@@ -62,6 +62,24 @@ def input_format_of(path: str, input_format: str = "auto") -> str:
   return _EXTENSIONS.get(os.path.splitext(path)[1].lower(), "txt")
 
 
+def check_input_options(path: str, input_format: str = "auto",
+                        text_field: str = "text",
+                        column: Optional[str] = None) -> None:
+  """Refuses `column` for an input not read as csv/tsv, and a `text_field`
+  other than the default for one not read as jsonl: a flag that would be
+  ignored (a mistaken extension or --input_format, most likely)."""
+  kind = input_format_of(path, input_format)
+  name = "standard input" if path == STDIN else path
+  if column is not None and kind not in ("csv", "tsv"):
+    raise ValueError(f"--column={column} picks a column of a csv or tsv "
+                     f"input, but {name} is read as {kind}; give "
+                     "--input_format=csv (or tsv), or drop --column.")
+  if text_field != "text" and kind != "jsonl":
+    raise ValueError(f"--text_field={text_field} names the key of a jsonl "
+                     f"input, but {name} is read as {kind}; give "
+                     "--input_format=jsonl, or drop --text_field.")
+
+
 class SentenceFile:
   """An input checked whole, read again in chunks (see the module docstring).
 

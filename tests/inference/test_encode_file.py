@@ -109,7 +109,13 @@ def test_bad_options_fail_before_the_model_loads(tmp_path):
       (dict(precision="int8", calibration=str(tmp_path / "c.npy")),
        "--calibration=.*c.npy is not a file"),
       (dict(output_format="csv"), "--output_format must be auto or one of"),
-      (dict(input_format="jsonl"), "line 1: not JSON")]:
+      (dict(input_format="jsonl"), "line 1: not JSON"),
+      # A flag of another format than the input's: said, not ignored.
+      (dict(column="sentence"), "--column=sentence picks a column of a csv "
+       "or tsv input, but .*in.txt is read as txt"),
+      (dict(text_field="sentence", input_format="csv"),
+       "--text_field=sentence names the key of a jsonl input, but .*in.txt "
+       "is read as csv")]:
     with pytest.raises((ValueError, FileNotFoundError), match=message):
       encode_files.encode_file(missing_model, str(source), str(tmp_path / "o.npy"),
                          show_progress=False, **kwargs)
