@@ -96,9 +96,15 @@ def resolve_tasks(names: Sequence[str], data_dir: Optional[str],
         skipped[task_name] = f"no data at {path}"
       elif task_name not in [t.name for t, _ in chosen]:
         chosen.append((task, path))
-  unknown = set(task_data) - set(tasks_lib.TASKS)
+  unknown = sorted(set(task_data) - set(tasks_lib.TASKS))
   if unknown:
     raise ValueError(f"--task_data names unknown tasks: {', '.join(unknown)}.")
+  asked = {task for name in names for task in tasks_lib.GROUPS.get(name, [name])}
+  not_run = sorted(set(task_data) - asked)
+  if not_run:  # a path given for nothing evaluated: a mistyped --tasks?
+    raise ValueError(f"--task_data names {', '.join(not_run)}, which --tasks "
+                     f"does not run (--tasks={','.join(names)}); add it to "
+                     "--tasks or drop its path.")
   return chosen, skipped
 
 

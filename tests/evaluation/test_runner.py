@@ -12,6 +12,7 @@ import tensorflow as tf
 from cmlm.commands import eval as eval_command
 from cmlm.evaluation import encoders
 from cmlm.evaluation import runner
+from cmlm.evaluation import tasks as tasks_lib
 from cmlm.evaluation.task_data import EvalOptions
 
 
@@ -170,6 +171,13 @@ def test_task_data_points_one_task_elsewhere(tmp_path):
     runner.parse_assignments("cr", "task_data")
   with pytest.raises(ValueError, match="unknown tasks: cx"):
     runner.resolve_tasks(["cr"], data_dir, {"cx": str(other)})
+  # A path for a task --tasks does not run: said, not ignored; one of a
+  # group --tasks names is taken.
+  with pytest.raises(ValueError, match=r"--task_data names mr, which --tasks "
+                     r"does not run \(--tasks=cr\)"):
+    runner.resolve_tasks(["cr"], data_dir, {"mr": str(other)})
+  chosen, _ = runner.resolve_tasks(["transfer"], data_dir, {"cr": str(other)})
+  assert (tasks_lib.TASKS["cr"], str(other)) in chosen
 
 
 def test_max_examples_draws_a_fixed_subset_of_each_split(tmp_path):
