@@ -159,9 +159,24 @@ class Objective:
     with `check_data`: the training data when training, the validation data
     when evaluating and there is some."""
     if "train" in mode:
-      self.check_data(self.config.train_data)
+      self._check_data_at("train_data")
     if "eval" in mode and has_data(self.config.validation_data):
-      self.check_data(self.config.validation_data)
+      self._check_data_at("validation_data")
+
+  def _check_data_at(self, field: str) -> None:
+    """`check_data` of `self.config.<field>`; an error its data config class
+    names ("CmlmDataConfig: ...") names where in the experiment instead, as
+    `--params_override` takes it (a task may hold several such configs)."""
+    data_config = getattr(self.config, field)
+    try:
+      self.check_data(data_config)
+    except ValueError as e:
+      prefix = f"{type(data_config).__name__}: "
+      if type(e) is not ValueError or not str(e).startswith(prefix):  # pylint: disable=unidiomatic-typecheck
+        raise
+      raise ValueError(f"task.objectives.{self.name}.{field} "
+                       f"({type(data_config).__name__}): "
+                       f"{str(e)[len(prefix):]}") from None
 
   def check_data(self, data_config: cfg.DataConfig) -> None:
     """One clear ValueError per problem of `data_config`, before a run

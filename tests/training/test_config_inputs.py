@@ -126,6 +126,10 @@ def test_an_override_the_run_would_fail_on_or_ignore_is_one_line(
     ("task.model.num_projections=0", "task.objectives.cmlm conditions s2 on "
      "the projections of s1's vector (section 2): model.num_projections "
      "must be 1 or more (15 in the paper), got 0."),
+    # A data config's error names where it is in the experiment.
+    ("task.objectives.cmlm.train_data.global_batch_size=0",
+     "task.objectives.cmlm.train_data (CmlmDataConfig): global_batch_size=0 "
+     "must be 1 or more."),
 ])
 def test_a_model_that_could_not_be_built_is_one_line_before_the_run(
     override, expected):
