@@ -144,7 +144,12 @@ def new_pipeline(pipeline_args: Sequence[str], num_inputs: int
   args = dask_args(pipeline_args, num_inputs)
   if uses_dask(args):
     check_dask_scheduler(args)
-  return beam.Pipeline(options=PipelineOptions(args))
+  try:
+    return beam.Pipeline(options=PipelineOptions(args))
+  except ValueError as e:  # Beam's words, with the flag that gave the name
+    if 'Unexpected pipeline runner' not in str(e):
+      raise
+    raise ValueError(f'--runner={_runner_name(args)}: {e}') from None
 
 
 def _ready_worker() -> None:

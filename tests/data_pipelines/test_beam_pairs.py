@@ -222,6 +222,14 @@ def test_bad_settings_fail_before_the_job(tmp_path, spec, config, message):
   assert not (tmp_path / 'out').exists() or not os.listdir(tmp_path / 'out')
 
 
+def test_an_unknown_runner_is_named_with_its_flag_before_the_job(tmp_path):
+  (tmp_path / 'a.txt').write_text('One. Two.\n')
+  with pytest.raises(ValueError, match=r'^--runner=Bogus: Unexpected pipeline '
+                     'runner: Bogus'):
+    prepare(tmp_path, tmp_path / 'out' / 'p', args=['--runner=Bogus'])
+  assert not (tmp_path / 'out').exists() or not os.listdir(tmp_path / 'out')
+
+
 def test_split_keeps_the_documents_text_sources_keep(tmp_path):
   text = helpers.write_numbered_corpus(tmp_path / 'corpus', 40, num_files=2)
   for split in ('train', 'heldout'):
