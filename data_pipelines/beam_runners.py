@@ -39,6 +39,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Iterator, List, Sequence
 
 import apache_beam as beam
@@ -251,9 +252,13 @@ def _run_with_stop_signals(pipeline: beam.Pipeline
   """`_run_and_wait`, stop signals ending this process's workers first
   (`run_to_end`)."""
   stopping = []
+  job_ended = threading.Event()
 
   def end_workers_then(previous):
     def handle(signum, frame):
+      if not stopping:
+        threading.Thread(target=_keep_ending_workers, args=(job_ended,),
+                         daemon=True, name='cmlm-end-workers').start()
       stopping.append(signum)
       _terminate_descendants()
       if callable(previous):
@@ -264,10 +269,10 @@ def _run_with_stop_signals(pipeline: beam.Pipeline
     return handle
 
   def quiet_ended_workers(args):
-    # A worker ended here makes Beam's thread that watched it raise; the
-    # stop is ours, not its error.
-    if not (stopping and args.thread is not None
-            and args.thread.name == 'run_worker'):
+    # A worker ended here makes Beam's threads that watched or served it
+    # raise (`run_worker`, `beam_control_read`'s RpcError): the stop is
+    # ours, not their error.
+    if not (stopping and args.thread is not threading.main_thread()):
       previous_hook(args)
 
   previous_hook = threading.excepthook
@@ -284,11 +289,28 @@ def _run_with_stop_signals(pipeline: beam.Pipeline
   try:
     return _run_and_wait(pipeline)
   finally:
+    job_ended.set()
     beam_logger.setLevel(beam_level)
     for number, handler in previous.items():
       signal.signal(number, handler)
     if not stopping:
       threading.excepthook = previous_hook
+
+
+def _keep_ending_workers(job_ended: threading.Event,
+                         interval: float = 0.1) -> None:
+  """`_terminate_descendants` again and again after a stop (a daemon thread),
+  until the job's call has returned and no Beam thread still watches a
+  worker process. Beam's `run_worker` threads start their workers
+  asynchronously: one started just after the stop's first sweep would keep
+  its thread, and the interpreter's exit that joins it, waiting forever."""
+  while True:
+    _terminate_descendants()
+    if job_ended.is_set() and not any(
+        thread.name == 'run_worker' and thread.is_alive()
+        for thread in threading.enumerate()):
+      return
+    time.sleep(interval)
 
 
 def _terminate_descendants() -> None:

@@ -144,6 +144,58 @@ def test_ctrl_c_stops_prepare_with_130_and_publishes_nothing(tmp_path):
   assert os.listdir(system_tmp) == []  # nor Beam's temporaries
 
 
+# A job stopped by SIGINT while Beam's `run_worker` threads are still
+# starting their worker processes (one starts after the stop, as on a busy
+# machine), and Beam's control thread raises once its worker is gone.
+LATE_WORKER_JOB = """
+import os, signal, subprocess, threading, time
+from cmlm.data_pipelines import beam_runners
+
+def watch_late_worker():
+  time.sleep(0.5)
+  worker = subprocess.Popen(["sleep", "120"])
+  worker.wait()
+  raise RuntimeError(f"Worker subprocess exited with code {worker.returncode}")
+
+def read_control():
+  time.sleep(1.0)
+  raise ConnectionError("the control stream ended")
+
+class Job:
+  def run(self):
+    return self
+  def wait_until_finish(self):
+    threading.Thread(target=watch_late_worker, name="run_worker").start()
+    threading.Thread(target=read_control, name="beam_control_read").start()
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(120)
+
+try:
+  beam_runners.run_to_end(Job())
+except KeyboardInterrupt:
+  print("stopped")
+"""
+
+
+def test_a_worker_started_after_the_stop_is_ended_too():
+  """The stop's sweep of worker processes goes on until Beam's threads that
+  watch them are done: a worker process started just after the signal
+  would otherwise keep its thread, and the interpreter's exit, waiting
+  (Ctrl-C on a busy machine hung so). Beam's threads that raise because their
+  worker was ended print nothing."""
+  pytest.importorskip("apache_beam", reason="Apache Beam is an extra: pip "
+                      "install -r requirements-beam.txt")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  start = time.monotonic()
+  done = subprocess.run([sys.executable, "-c", LATE_WORKER_JOB],
+                        cwd=helpers.REPO_ROOT, env=env, capture_output=True,
+                        text=True, timeout=90)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.split() == ["stopped"]
+  assert "Traceback" not in done.stderr, done.stderr[-2000:]
+  assert time.monotonic() - start < 60  # not the late worker's 120 s
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("failure", [errno.ENOSPC, errno.EROFS])
 def test_a_full_or_read_only_disk_stops_prepare_in_one_line(
