@@ -229,10 +229,11 @@ def run_to_end(pipeline: beam.Pipeline) -> beam.runners.runner.PipelineResult:
 
   A stop signal (Ctrl-C, SIGTERM) while the job runs first ends this
   process's worker processes (the DirectRunner's `multi_processing` mode, a
-  `local_dask_cluster`), then goes on as the signal's own handler says
-  (`python -m cmlm`: one line, exit 130 or 143). Without that, Beam's
-  cleanup waits for every worker to finish its bundle and the stop never
-  comes. Workers are found in /proc (Linux); elsewhere, and on a remote
+  `local_dask_cluster`), and any that Beam starts after it until Beam's
+  threads that watch them are done, then goes on as the signal's own
+  handler says (`python -m cmlm`: one line, exit 130 or 143). Without that,
+  Beam's cleanup waits for every worker to finish its bundle and the stop
+  never comes. Workers are found in /proc (Linux); elsewhere, and on a remote
   cluster, the signal acts alone.
 
   Beam's temporaries of the job are made in, and removed with, an
