@@ -48,6 +48,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from cmlm.data_pipelines import atomic_file
 from cmlm.data_pipelines import beam_text
+from cmlm.data_pipelines import dask_cluster
 
 DASK_RUNNER = 'apache_beam.runners.dask.dask_runner.DaskRunner'
 # Dask partitions of a job's inputs, at most: one task per file up to this,
@@ -163,9 +164,10 @@ def _ready_worker() -> None:
 
 @contextlib.contextmanager
 def local_dask_cluster(workers: int) -> Iterator[str]:
-  """A Dask cluster on this machine for the duration of a job: `workers`
-  worker processes of one thread each, on 127.0.0.1 only, no dashboard,
-  Beam and TensorFlow imported on each before the job. Yields the
+  """A Dask cluster on this machine for the duration of a job
+  (`dask_cluster.local_cluster`: `workers` worker processes of one thread
+  each, on 127.0.0.1 only, no dashboard, Dask's INFO lines left out), Beam
+  and TensorFlow imported on each worker before the job. Yields the
   scheduler's address; closes the cluster on any exit.
 
   Examples:
@@ -173,26 +175,11 @@ def local_dask_cluster(workers: int) -> Iterator[str]:
       prepare_pairs(..., ['--runner=DaskRunner',
                           f'--dask_client_address={address}'])
   """
-  try:
+  with dask_cluster.local_cluster(workers) as cluster:
     import distributed  # pylint: disable=g-import-not-at-top
-  except ImportError as missing:
-    raise ValueError(_DASK_INSTALL) from missing
-  if workers < 1:
-    raise ValueError(f'A local Dask cluster needs 1 or more workers; got '
-                     f'{workers}.')
-  dask_logs = logging.getLogger('distributed')
-  level = dask_logs.level
-  dask_logs.setLevel(logging.WARNING)  # its scheduler runs in this process
-  try:
-    with atomic_file.private_temporary_directory('cmlm-dask'), \
-        distributed.LocalCluster(
-        n_workers=workers, processes=True, threads_per_worker=1,
-        host='127.0.0.1', dashboard_address=None) as cluster:
-      with distributed.Client(cluster, set_as_default=False) as client:
-        client.run(_ready_worker)
-      yield cluster.scheduler_address
-  finally:
-    dask_logs.setLevel(level)
+    with distributed.Client(cluster, set_as_default=False) as client:
+      client.run(_ready_worker)
+    yield cluster.scheduler_address
 
 
 def _is_lost_job(error: BaseException) -> bool:

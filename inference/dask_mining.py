@@ -23,7 +23,7 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 
-from cmlm.data_pipelines import atomic_file
+from cmlm.data_pipelines import dask_cluster
 from cmlm.inference import nearest_neighbours
 
 
@@ -120,12 +120,9 @@ def remote_client(address: str, flag: str = "--dask_address"):
 @contextlib.contextmanager
 def local_client(workers: int):
   """A dask.distributed Client of a LocalCluster of `workers` processes,
-  one thread each; closed on exit, its workers' scratch space with it
-  (`atomic_file.private_temporary_directory`)."""
-  from dask import distributed  # pylint: disable=g-import-not-at-top
-  with atomic_file.private_temporary_directory("cmlm-dask"), \
-      distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
-                                processes=True, dashboard_address=None
-                                ) as cluster, distributed.Client(
-                                    cluster) as client:
-    yield client
+  one thread each (`dask_cluster.local_cluster`: Dask's INFO lines left
+  out); closed on exit, its workers' scratch space with it."""
+  with dask_cluster.local_cluster(workers) as cluster:
+    from dask import distributed  # pylint: disable=g-import-not-at-top
+    with distributed.Client(cluster) as client:
+      yield client

@@ -252,6 +252,12 @@ def test_the_command_encodes_on_a_local_cluster_as_in_one_process(
     rows.append(_by_pair(line.split("\t")
                          for line in output.read_text().splitlines()))
   assert "on the Dask cluster" in result.stderr
+  # Dask's INFO lines (its scheduler and nannies run in the command's
+  # process) stay out of the command's output, as they do for `prepare`,
+  # and so does the kill of a worker slow to exit when the cluster closes.
+  assert not [line for line in result.stderr.splitlines()
+              if any(dask_line in line for dask_line in (
+                  "Register worker", "Scheduler at", "still alive after"))]
   assert os.listdir(tmp_path / "system_tmp") == []  # no dask-scratch-space
   assert [pair for pair, _ in rows[0]] == [pair for pair, _ in rows[1]]
   np.testing.assert_allclose([s for _, s in rows[1]],
