@@ -287,18 +287,16 @@ def _run_with_stop_signals(pipeline: beam.Pipeline
 
 def _keep_ending_workers(job_ended: threading.Event,
                          interval: float = 0.1) -> None:
-  """`_terminate_descendants` again and again after a stop (a daemon thread),
-  until the job's call has returned and no Beam thread still watches a
-  worker process. Beam's `run_worker` threads start their workers
-  asynchronously: one started just after the stop's first sweep would keep
+  """`_terminate_descendants` every `interval` after the stop's own sweep
+  (a daemon thread), until the job's call has returned and no Beam thread
+  still watches a worker process. Beam's `run_worker` threads start their
+  workers asynchronously: one started just after the stop's sweep would keep
   its thread, and the interpreter's exit that joins it, waiting forever."""
-  while True:
-    _terminate_descendants()
-    if job_ended.is_set() and not any(
-        thread.name == 'run_worker' and thread.is_alive()
-        for thread in threading.enumerate()):
-      return
+  while not (job_ended.is_set() and not any(
+      thread.name == 'run_worker' and thread.is_alive()
+      for thread in threading.enumerate())):
     time.sleep(interval)
+    _terminate_descendants()
 
 
 def _terminate_descendants() -> None:
