@@ -151,6 +151,11 @@ LATE_WORKER_JOB = """
 import os, signal, subprocess, threading, time
 from cmlm.data_pipelines import beam_runners
 
+# As in a terminal: Python leaves SIGINT ignored when it starts so (pytest
+# run as a background job of a non-interactive shell), and then no
+# KeyboardInterrupt would come.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def watch_late_worker():
   time.sleep(0.5)
   worker = subprocess.Popen(["sleep", "120"])
