@@ -178,17 +178,27 @@ def test_a_scheduler_address_that_does_not_answer_is_one_sentence(
 @pytest.mark.slow
 def test_the_command_on_a_local_cluster_writes_the_pairs_of_one_process(
     mapped, tmp_path):
-  from tests.export import export_helpers  # pylint: disable=g-import-not-at-top
+  """`--dask_workers=2` starts a local cluster as a user runs it: the pairs
+  of one process, Dask's own lines kept out of the output and no
+  dask-scratch-space left in the system's temporary directory."""
   outputs = []
   for workers in ("0", "2"):
     output = tmp_path / f"pairs_{workers}.tsv"
     result = export_helpers.run_cli(
         "mine", f"--source_embeddings={tmp_path}/source.npy",
         f"--target_embeddings={tmp_path}/target.npy", f"--output={output}",
-        f"--dask_workers={workers}", "--shard_size=50", "--noprogress")
+        f"--dask_workers={workers}", "--shard_size=50", "--noprogress",
+        tmpdir=tmp_path / f"system_tmp_{workers}")
     assert result.returncode == 0, result.stderr[-2000:]
     outputs.append(output.read_text())
   assert outputs[0] == outputs[1] and outputs[0].count("\n") > 100
+  # Dask's INFO lines (its scheduler and nannies run in the command's
+  # process) stay out of the command's output, as they do for `prepare`,
+  # and so does the kill of a worker slow to exit when the cluster closes.
+  assert not [line for line in result.stderr.splitlines()
+              if any(dask_line in line for dask_line in (
+                  "Register worker", "Scheduler at", "still alive after"))]
+  assert os.listdir(tmp_path / "system_tmp_2") == []  # no dask-scratch-space
 
 
 @pytest.mark.slow
@@ -233,32 +243,25 @@ def test_a_killed_worker_s_sentences_are_encoded_again(client, texts,
 
 
 @pytest.mark.slow
-def test_the_command_encodes_on_a_local_cluster_as_in_one_process(
-    texts, tiny_export, tmp_path, capsys):
+def test_the_command_encodes_on_a_running_cluster_as_in_one_process(
+    client, texts, tiny_export, tmp_path, capsys):
   """The one-process run through the command line's `main` in this process,
-  the cluster's as a user runs it."""
+  then `--dask_address` as a user runs it, on this file's running cluster
+  (the local cluster `--dask_workers` starts is the test above's)."""
   source_txt, target_txt, _ = texts
   rows = []
-  for workers in ("0", "2"):
-    output = tmp_path / f"pairs_{workers}.tsv"
+  for cluster in ([], [f"--dask_address={client.scheduler.address}"]):
+    output = tmp_path / f"pairs_{len(cluster)}.tsv"
     argv = ["mine", f"--model={tiny_export.export_dir}",
             f"--source={source_txt}", f"--target={target_txt}",
-            f"--output={output}", "--k=2", f"--dask_workers={workers}",
-            "--encode_shard_size=4"]
-    result = (helpers.run_command_here(argv, capsys) if workers == "0"
-              else export_helpers.run_cli(*argv,
-                                          tmpdir=tmp_path / "system_tmp"))
+            f"--output={output}", "--k=2", "--encode_shard_size=4", *cluster]
+    result = (export_helpers.run_cli(*argv) if cluster
+              else helpers.run_command_here(argv, capsys))
     assert result.returncode == 0, result.stderr[-2000:]
     rows.append(_by_pair(line.split("\t")
                          for line in output.read_text().splitlines()))
   assert "on the Dask cluster" in result.stderr
-  # Dask's INFO lines (its scheduler and nannies run in the command's
-  # process) stay out of the command's output, as they do for `prepare`,
-  # and so does the kill of a worker slow to exit when the cluster closes.
-  assert not [line for line in result.stderr.splitlines()
-              if any(dask_line in line for dask_line in (
-                  "Register worker", "Scheduler at", "still alive after"))]
-  assert os.listdir(tmp_path / "system_tmp") == []  # no dask-scratch-space
   assert [pair for pair, _ in rows[0]] == [pair for pair, _ in rows[1]]
   np.testing.assert_allclose([s for _, s in rows[1]],
                              [s for _, s in rows[0]], atol=1e-5)
+  assert client.scheduler_info()["workers"]  # the cluster is still up
