@@ -7,6 +7,7 @@ import pytest
 
 from cmlm.inference import bitext_mining
 from cmlm.inference import nearest_neighbours
+from tests import helpers
 from tests.export import export_helpers
 
 run_cli = export_helpers.run_cli
@@ -156,7 +157,9 @@ def test_an_existing_output_is_kept_without_overwrite(corpora):
 
 
 @pytest.mark.slow
-def test_sentences_are_encoded_and_mined_end_to_end(tiny, tmp_path):
+def test_sentences_are_encoded_and_mined_end_to_end(tiny, tmp_path, capsys):
+  """The command's `main` in this process, as `python -m cmlm mine` runs
+  it (the bad inputs above, and the Dask tests, start its own process)."""
   sentences = export_helpers.SENTENCES + [
       "the other one", "Mr. Bennet laughed", "rain on the roof",
       "a letter came this morning"]
@@ -165,10 +168,10 @@ def test_sentences_are_encoded_and_mined_end_to_end(tiny, tmp_path):
   (tmp_path / "target.txt").write_text(
       "\n".join(sentences[i] for i in order) + "\n")
   output = tmp_path / "pairs.tsv"
-  result = run_cli("mine", f"--model={tiny.model_dir}",
-                   f"--source={tmp_path}/source.txt",
-                   f"--target={tmp_path}/target.txt", f"--output={output}",
-                   "--k=2", "--batch_size=3")
+  result = helpers.run_command_here(
+      ["mine", f"--model={tiny.model_dir}", f"--source={tmp_path}/source.txt",
+       f"--target={tmp_path}/target.txt", f"--output={output}", "--k=2",
+       "--batch_size=3"], capsys)
   assert result.returncode == 0, result.stderr[-2000:]
   assert f"Wrote {output}: {len(sentences)} pairs" in result.stdout
   rows = [line.split("\t") for line in output.read_text().splitlines()]
