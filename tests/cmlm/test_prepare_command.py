@@ -68,7 +68,7 @@ def test_a_negative_direct_num_workers_is_refused_before_beam_loads(
 
 
 @pytest.mark.slow
-def test_prepare_writes_records_a_manifest_and_the_table(tmp_path):
+def test_prepare_writes_records_a_manifest_and_the_table(tmp_path, capsys):
   pytest.importorskip("apache_beam", reason="Apache Beam is an extra: pip "
                       "install -r requirements-beam.txt")
   text = data_helpers.write_numbered_corpus(tmp_path / "corpus", 12)
@@ -95,8 +95,9 @@ def test_prepare_writes_records_a_manifest_and_the_table(tmp_path):
       "cmlm prepare: error: --pair_unit=sequence packs sentences to the "
       "run's token budget: give the run's --vocab_file (and --seq_length, "
       "--lower_case)."]
-  exists = run_prepare(f"--input={text}", f"--output={prefix}",
-                       "--pair_unit=sentence", "--direct_num_workers=1")
+  exists = helpers.run_command_here(  # the command's main, in this process
+      ["prepare", f"--input={text}", f"--output={prefix}",
+       "--pair_unit=sentence", "--direct_num_workers=1"], capsys)
   assert exists.returncode == 2 and "--overwrite" in exists.stderr
 
 

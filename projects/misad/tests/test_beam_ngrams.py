@@ -124,7 +124,9 @@ def test_command_refuses_a_bad_output_or_worker_count_before_beam_loads(
 
 @pytest.mark.slow
 def test_command_rerun_gives_the_same_bytes_and_refuses_to_overwrite(
-    tmp_path):
+    tmp_path, capsys):
+  """Two processes (another hash seed each) write the same bytes; the
+  refusal to overwrite is the command's `main` in this process."""
   text = write_corpus(tmp_path / "corpus")
   system_tmp = tmp_path / "system_tmp"
   system_tmp.mkdir()
@@ -143,7 +145,10 @@ def test_command_rerun_gives_the_same_bytes_and_refuses_to_overwrite(
   read = lambda d: [open(p, "rb").read() for p in sorted(glob.glob(
       str(tmp_path / d / "ng-*.txt")))]
   assert read("a") == read("b") and len(read("a")) == 2
-  refused = run(f"--output={tmp_path / 'a' / 'ng'}")
+  refused = helpers.run_command_here(
+      ["prepare_ngrams", f"--input={text}", "--direct_num_workers=1",
+       "--num_shards=2", "--top_k=3", f"--output={tmp_path / 'a' / 'ng'}"],
+      capsys)
   assert refused.returncode == 2
   assert refused.stderr.strip().splitlines()[-1].startswith(
       "cmlm prepare_ngrams: error:")
