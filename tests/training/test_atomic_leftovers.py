@@ -81,7 +81,7 @@ def test_only_a_dead_writer_s_temporary_of_the_same_target_goes(tmp_path):
 
 @pytest.mark.slow
 def test_an_import_killed_while_writing_is_cleaned_by_the_next_import(
-    tmp_path):
+    tmp_path, capsys):
   """The finding: `import` SIGKILLed while its `.tmp-*` directory exists
   left it for good. Killed at a random point of its write, the next import
   to the same target removes it, saying so."""
@@ -106,8 +106,8 @@ def test_an_import_killed_while_writing_is_cleaned_by_the_next_import(
       break
   left = _leftovers(tmp_path)
   assert left, "no import was killed while writing"
-  again = subprocess.run(command, cwd=helpers.REPO_ROOT, capture_output=True,
-                         text=True, check=False)
+  # The next import: the command's main, in this process.
+  again = helpers.run_command_here(command[3:], capsys)
   assert again.returncode == 0, again.stderr[-2000:]
   assert (f"Removed {tmp_path / left[0]}, left by process {child.pid}, "
           "which no longer runs.") in again.stderr.splitlines()
