@@ -193,14 +193,21 @@ def main(argv) -> None:
         and not beam_runners.dask_scheduler_given(args)):
       workers = FLAGS.dask_workers or os.cpu_count() or 1
       address = stack.enter_context(beam_runners.local_dask_cluster(workers))
-      print(f"prepare: a local Dask cluster of {workers} worker processes at "
-            f"{address}", file=sys.stderr, flush=True)
+      print(local_cluster_line(workers, address), file=sys.stderr,
+            flush=True)
       args.append(f"--dask_client_address={address}")
     try:
       _run_job(args)
     except beam_runners.JobFailed as failed:
       print(f"cmlm prepare: error: {failed}", file=sys.stderr)
       sys.exit(1)
+
+
+def local_cluster_line(workers: int, address: str) -> str:
+  """What prepare says of the local Dask cluster it started."""
+  processes = "process" if workers == 1 else "processes"
+  return (f"prepare: a local Dask cluster of {workers} worker {processes} at "
+          f"{address}")
 
 
 def _run_job(args: List[str]) -> None:

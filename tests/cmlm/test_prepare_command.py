@@ -29,6 +29,13 @@ def run_prepare(*args, tmpdir=None):
                         text=True, timeout=300)
 
 
+def test_the_local_cluster_line_counts_its_worker_processes():
+  assert prepare.local_cluster_line(1, "tcp://127.0.0.1:1") == (
+      "prepare: a local Dask cluster of 1 worker process at tcp://127.0.0.1:1")
+  assert prepare.local_cluster_line(2, "tcp://127.0.0.1:1").startswith(
+      "prepare: a local Dask cluster of 2 worker processes at ")
+
+
 def test_pipeline_args_put_the_users_beam_options_last():
   args = prepare.pipeline_args("DirectRunner", 0, ["--direct_num_workers=3"])
   assert args[0] == "--runner=DirectRunner"
