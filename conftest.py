@@ -99,6 +99,16 @@ def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argu
   items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
 
 
+@pytest.fixture(scope="session", autouse=True)
+def basetemp_made_first(tmp_path_factory):
+  """pytest's temporary root, made before any test runs: a local Dask
+  cluster or Beam job makes its private temporary directory the process's
+  while it runs (`atomic_file.private_temporary_directory`), and a root
+  made in the meantime would be removed with it (every later `tmp_path`
+  then missing; pytest-xdist gives its workers theirs at their start)."""
+  return tmp_path_factory.getbasetemp()
+
+
 @pytest.fixture(scope="session")
 def two_cpu_strategies():
   """(OneDeviceStrategy, MirroredStrategy) over the two logical CPUs.

@@ -9,6 +9,10 @@ against every key-shard index and merges the top k across them
 (`nearest_neighbours.merge_top_k`), exactly as one process does. A worker
 killed mid-task is replaced and its tasks run again elsewhere (the
 scheduler's `allowed-failures`), so the pairs are those of one process.
+Dask keeps one copy of scattered data (its Active Memory Manager drops the
+other replicas of a broadcast), so a killed worker can take an index with
+it: the shards still to run are then cancelled, and `search` builds and
+scatters the indexes again for them (`RESCATTERS` times at most).
 Sentences are encoded on the cluster beforehand by `dask_encoding`.
 
     from dask.distributed import Client, LocalCluster
@@ -18,8 +22,10 @@ Sentences are encoded on the cluster beforehand by `dask_encoding`.
                                   np.load("de.npy", mmap_mode="r"),
                                   client=client)
 """
+from concurrent import futures as concurrent_futures
 import contextlib
-from typing import Optional, Tuple, Union
+import sys
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -64,6 +70,11 @@ def search_shard(queries_path: str, start: int, stop: int, k: int,
   return similarities, indices
 
 
+# How often `search` builds and scatters the key indexes again after the
+# cluster lost them with a dead worker, before it gives up.
+RESCATTERS = 3
+
+
 def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
            config: nearest_neighbours.IndexConfig = nearest_neighbours.IndexConfig(),
            query_shard_size: Optional[int] = 100_000,
@@ -71,34 +82,64 @@ def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
            task=search_shard) -> Tuple[np.ndarray, np.ndarray]:
   """`nearest_neighbours.search` with the query shards as tasks of the
   dask.distributed `client` (`queries` memory-mapped); `task` runs one
-  shard (`search_shard`)."""
-  import faiss  # pylint: disable=g-import-not-at-top
+  shard (`search_shard`). RuntimeError when the cluster lost the indexes
+  more than `RESCATTERS` times (module docstring)."""
   queries_path = memory_map_path(queries, "query")
   k = min(k, len(keys))
+  similarities = np.empty((len(queries), k), dtype=np.float32)
+  indices = np.empty((len(queries), k), dtype=np.int64)
+  pending = nearest_neighbours.shard_bounds(len(queries), query_shard_size)
+  for scatters in range(1, RESCATTERS + 2):
+    offsets, indexes = _scatter_indexes(client, keys, config, key_shard_size)
+    shards = [client.submit(task, queries_path, start, stop, k, offsets,
+                            *indexes, pure=False) for start, stop in pending]
+    done = 0
+    try:
+      for (start, stop), future in zip(pending, shards):
+        found = future.result()
+        if isinstance(found, ValueError):  # the shard's rows (`search_shard`)
+          raise found
+        similarities[start:stop], indices[start:stop] = found
+        done += 1
+        if on_progress:
+          on_progress(stop - start)
+      return similarities, indices
+    except concurrent_futures.CancelledError:  # an index died with a worker
+      pending = pending[done:]
+      if scatters > RESCATTERS:
+        times = "once" if scatters == 1 else f"{scatters} times"
+        raise RuntimeError(
+            f"The Dask cluster lost the search's key indexes {times} (each "
+            "time with a worker that died); the search stopped.") from None
+      shards_left = (f"{len(pending)} query shards" if len(pending) != 1
+                     else "query shard")
+      print(f"A worker died holding the key indexes: building and "
+            f"scattering them again for the {shards_left} left.",
+            file=sys.stderr, flush=True)
+    finally:
+      for future in shards + indexes:
+        client.cancel(future)
+  raise AssertionError("unreachable")
+
+
+def _scatter_indexes(client, keys: np.ndarray,
+                     config: nearest_neighbours.IndexConfig,
+                     key_shard_size: Optional[int]) -> Tuple[List[int], list]:
+  """(each key shard's first row, the future of its serialised FAISS index
+  scattered to every worker): built here one shard at a time."""
+  import faiss  # pylint: disable=g-import-not-at-top
   offsets, indexes = [], []
   for key_start, key_stop in nearest_neighbours.shard_bounds(len(keys),
                                                              key_shard_size):
     index = nearest_neighbours.build_index(
         nearest_neighbours.read_unit_rows(keys, key_start, key_stop), config)
     offsets.append(key_start)
+    # A key of its own (not the data's hash): cancelling an earlier
+    # scatter of the same bytes must not forget this one.
     indexes.append(client.scatter(faiss.serialize_index(index),
-                                  broadcast=True))
+                                  broadcast=True, hash=False))
     del index
-  bounds = nearest_neighbours.shard_bounds(len(queries), query_shard_size)
-  futures = [client.submit(task, queries_path, start, stop, k, offsets,
-                           *indexes, pure=False) for start, stop in bounds]
-  similarities = np.empty((len(queries), k), dtype=np.float32)
-  indices = np.empty((len(queries), k), dtype=np.int64)
-  for (start, stop), future in zip(bounds, futures):
-    found = future.result()
-    if isinstance(found, ValueError):  # the shard's rows (`search_shard`)
-      raise found
-    similarities[start:stop], indices[start:stop] = found
-    if on_progress:
-      on_progress(stop - start)
-  for future in indexes:
-    client.cancel(future)
-  return similarities, indices
+  return offsets, indexes
 
 
 def remote_client(address: str, flag: str = "--dask_address"):

@@ -107,6 +107,87 @@ def test_a_killed_worker_s_shard_runs_again_with_the_same_result(
   np.testing.assert_allclose(found[0], expected[0], rtol=1e-6)
 
 
+class OneCopyClient:
+  """The client, scattering to one worker only (as Dask's Active Memory
+  Manager leaves a broadcast, sooner or later) and writing that worker's
+  address to `holder_file`."""
+
+  def __init__(self, client, holder_file):
+    self.client, self.holder_file = client, holder_file
+
+  def scatter(self, value, broadcast, hash):  # pylint: disable=redefined-builtin
+    del broadcast
+    self.client.wait_for_workers(1, timeout=60)  # as Dask's scatter waits
+    holder = sorted(self.client.scheduler_info()["workers"])[0]
+    with open(self.holder_file, "w", encoding="utf-8") as f:
+      f.write(holder)
+    return self.client.scatter(value, workers=[holder], hash=hash)
+
+  def submit(self, *args, **kwargs):
+    return self.client.submit(*args, **kwargs)
+
+  def cancel(self, future):
+    self.client.cancel(future)
+
+
+def search_shard_killing_the_holder(marker, holder_file, *args, once=True):
+  """`dask_mining.search_shard`, but the first task to run on the worker
+  holding the scattered indexes kills it, and the indexes with it (each
+  time they are scattered, unless `once`)."""
+  from distributed import get_worker  # pylint: disable=g-import-not-at-top
+  with open(holder_file, encoding="utf-8") as f:
+    holder = f.read()
+  if (not (once and os.path.exists(marker))
+      and get_worker().address == holder):
+    with open(marker, "a", encoding="utf-8") as f:
+      f.write(holder + "\n")
+    os._exit(1)  # pylint: disable=protected-access
+  return dask_mining.search_shard(*args)
+
+
+@pytest.mark.slow
+def test_indexes_lost_with_a_worker_are_scattered_again(client, mapped,
+                                                        tmp_path, capsys):
+  """The worker holding the only copy of the key indexes dies: the shards
+  left run on indexes built and scattered again, with the pairs of one
+  process, and the command's output says so in one line."""
+  source, target = mapped
+  marker, holder_file = str(tmp_path / "killed"), str(tmp_path / "holder")
+  expected = nearest_neighbours.search(source, target, 4, query_shard_size=30)
+  task = lambda *args: search_shard_killing_the_holder(  # noqa: E731
+      marker, holder_file, *args)
+  found = dask_mining.search(OneCopyClient(client, holder_file), source,
+                             target, 4, query_shard_size=30, task=task)
+  assert os.path.exists(marker)  # the holder was killed
+  np.testing.assert_array_equal(found[1], expected[1])
+  np.testing.assert_allclose(found[0], expected[0], rtol=1e-6)
+  said = capsys.readouterr().err.splitlines()
+  assert said[-1].startswith("A worker died holding the key indexes: "
+                             "building and scattering them again for the ")
+  client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.slow
+def test_indexes_lost_past_the_rescatters_stop_the_search_in_one_line(
+    client, mapped, tmp_path, monkeypatch):
+  """Each scatter's holder dies: after `RESCATTERS` scatters again, the
+  search stops with one sentence saying why rather than trying forever."""
+  monkeypatch.setattr(dask_mining, "RESCATTERS", 1)
+  source, target = mapped
+  marker, holder_file = str(tmp_path / "killed"), str(tmp_path / "holder")
+  task = lambda *args: search_shard_killing_the_holder(  # noqa: E731
+      marker, holder_file, *args, once=False)
+  with pytest.raises(RuntimeError) as stopped:
+    dask_mining.search(OneCopyClient(client, holder_file), source, target, 4,
+                       query_shard_size=30, task=task)
+  assert str(stopped.value) == (
+      "The Dask cluster lost the search's key indexes 2 times (each time "
+      "with a worker that died); the search stopped.")
+  with open(marker, encoding="utf-8") as f:
+    assert len(f.read().splitlines()) == 2  # a holder killed each time
+  client.wait_for_workers(2, timeout=60)
+
+
 def test_arrays_in_memory_are_refused_before_any_search(mapped):
   source, target = mapped
   with pytest.raises(ValueError, match="memory-mapped"):
@@ -118,8 +199,8 @@ class InProcessClient:
   running each task at once in this process; a task that raises fails the
   test (a worker would log it with its traceback)."""
 
-  def scatter(self, value, broadcast):
-    del broadcast
+  def scatter(self, value, broadcast, hash):  # pylint: disable=redefined-builtin
+    del broadcast, hash
     return value
 
   def submit(self, task, *args, pure):
