@@ -24,6 +24,7 @@ Sentences are encoded on the cluster beforehand by `dask_encoding`.
 """
 from concurrent import futures as concurrent_futures
 import contextlib
+import itertools
 import sys
 from typing import List, Optional, Tuple, Union
 
@@ -89,7 +90,7 @@ def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
   similarities = np.empty((len(queries), k), dtype=np.float32)
   indices = np.empty((len(queries), k), dtype=np.int64)
   pending = nearest_neighbours.shard_bounds(len(queries), query_shard_size)
-  for scatters in range(1, RESCATTERS + 2):
+  for scatters in itertools.count(1):
     offsets, indexes = _scatter_indexes(client, keys, config, key_shard_size)
     shards = [client.submit(task, queries_path, start, stop, k, offsets,
                             *indexes, pure=False) for start, stop in pending]
@@ -119,7 +120,6 @@ def search(client, queries: np.ndarray, keys: np.ndarray, k: int,
     finally:
       for future in shards + indexes:
         client.cancel(future)
-  raise AssertionError("unreachable")
 
 
 def _scatter_indexes(client, keys: np.ndarray,
