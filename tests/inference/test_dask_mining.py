@@ -2,6 +2,7 @@
 (inference/dask_encoding.py, inference/dask_mining.py): the same embeddings
 and pairs as one process, and the same again when a worker is killed in the
 middle of a shard."""
+import concurrent.futures
 import contextlib
 import os
 
@@ -130,17 +131,15 @@ class OneCopyClient:
     self.client.cancel(future)
 
 
-def search_shard_killing_the_holder(marker, holder_file, *args, once=True):
+def search_shard_killing_the_holder(marker, holder_file, *args):
   """`dask_mining.search_shard`, but the first task to run on the worker
-  holding the scattered indexes kills it, and the indexes with it (each
-  time they are scattered, unless `once`)."""
+  holding the scattered indexes kills it, and the indexes with it."""
   from distributed import get_worker  # pylint: disable=g-import-not-at-top
   with open(holder_file, encoding="utf-8") as f:
     holder = f.read()
-  if (not (once and os.path.exists(marker))
-      and get_worker().address == holder):
-    with open(marker, "a", encoding="utf-8") as f:
-      f.write(holder + "\n")
+  if not os.path.exists(marker) and get_worker().address == holder:
+    with open(marker, "w", encoding="utf-8") as f:
+      f.write(holder)
     os._exit(1)  # pylint: disable=protected-access
   return dask_mining.search_shard(*args)
 
@@ -167,25 +166,22 @@ def test_indexes_lost_with_a_worker_are_scattered_again(client, mapped,
   client.wait_for_workers(2, timeout=60)
 
 
-@pytest.mark.slow
 def test_indexes_lost_past_the_rescatters_stop_the_search_in_one_line(
-    client, mapped, tmp_path, monkeypatch):
-  """Each scatter's holder dies: after `RESCATTERS` scatters again, the
-  search stops with one sentence saying why rather than trying forever."""
+    mapped, monkeypatch, capsys):
+  """The indexes lost at every scatter (each shard's future cancelled, as
+  Dask cancels them): after `RESCATTERS` scatters again, the search stops
+  with one sentence saying why rather than trying forever."""
   monkeypatch.setattr(dask_mining, "RESCATTERS", 1)
-  source, target = mapped
-  marker, holder_file = str(tmp_path / "killed"), str(tmp_path / "holder")
-  task = lambda *args: search_shard_killing_the_holder(  # noqa: E731
-      marker, holder_file, *args, once=False)
+  client = LosingClient()
   with pytest.raises(RuntimeError) as stopped:
-    dask_mining.search(OneCopyClient(client, holder_file), source, target, 4,
-                       query_shard_size=30, task=task)
+    dask_mining.search(client, *mapped, 4, query_shard_size=30)
   assert str(stopped.value) == (
       "The Dask cluster lost the search's key indexes 2 times (each time "
       "with a worker that died); the search stopped.")
-  with open(marker, encoding="utf-8") as f:
-    assert len(f.read().splitlines()) == 2  # a holder killed each time
-  client.wait_for_workers(2, timeout=60)
+  assert client.scatters == 2
+  said = capsys.readouterr().err.splitlines()
+  assert said == ["A worker died holding the key indexes: building and "
+                  "scattering them again for the 5 query shards left."]
 
 
 def test_arrays_in_memory_are_refused_before_any_search(mapped):
@@ -213,6 +209,24 @@ class InProcessClient:
 
   def cancel(self, future):
     pass
+
+
+class LosingClient(InProcessClient):
+  """An in-process client whose every shard is cancelled, as Dask cancels
+  the tasks of an index lost with a worker; it counts the scatters."""
+
+  scatters = 0
+
+  def scatter(self, value, broadcast, hash):  # pylint: disable=redefined-builtin
+    self.scatters += 1
+    return super().scatter(value, broadcast, hash)
+
+  def submit(self, task, *args, pure):
+    del task, args, pure
+
+    def cancelled(_):
+      raise concurrent.futures.CancelledError("already forgotten")
+    return type("Cancelled", (), {"result": cancelled})()
 
 
 def test_a_query_shard_with_nan_is_the_search_s_error_not_a_failed_task(
